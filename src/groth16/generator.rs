@@ -1,0 +1,319 @@
+//! Parameter generation (the trusted setup of one circuit).
+//!
+//! The circuit is synthesized without witnesses to collect its constraints. For a random `tau`,
+//! each variable's QAP polynomials `A_i`, `B_i`, `C_i` are evaluated at `tau` through the Lagrange
+//! basis of the domain (an inverse FFT of the powers of `tau`), and the queries are the fixed-base
+//! multiples of the two generators that the prover combines. The layout follows bellman so that
+//! parameter files are interchangeable: `a`, `b_g1`, `b_g2` hold only the variables that appear in
+//! `A` or `B` (points at infinity are dropped), and every auxiliary variable must be constrained.
+
+use super::params::{Parameters, VerifyingKey};
+use crate::domain::EvaluationDomain;
+use crate::fixed_base::FixedBaseTable;
+use crate::multicore;
+use bellpepper_core::{
+    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
+};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::Field;
+use group::prime::PrimeCurveAffine;
+use group::{Curve, Group};
+use rand_core::RngCore;
+use rayon::prelude::*;
+use std::time::Instant;
+
+/// One non-zero entry of a constraint matrix: `coeff` for `var` in constraint `row`.
+struct Term {
+    var: Index,
+    row: usize,
+    coeff: Scalar,
+}
+
+/// Collects the constraint matrices of a circuit; assigns no values.
+#[derive(Default)]
+struct KeypairAssembly {
+    num_inputs: usize,
+    num_aux: usize,
+    num_constraints: usize,
+    /// The entries of the A, B and C matrices.
+    matrices: [Vec<Term>; 3],
+}
+
+impl ConstraintSystem<Scalar> for KeypairAssembly {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        // Parameter generation needs no values, so the assignment closure is not called.
+        self.num_aux += 1;
+        Ok(Variable::new_unchecked(Index::Aux(self.num_aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.num_inputs += 1;
+        Ok(Variable::new_unchecked(Index::Input(self.num_inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let row = self.num_constraints;
+        let lcs = [
+            a(LinearCombination::zero()),
+            b(LinearCombination::zero()),
+            c(LinearCombination::zero()),
+        ];
+        for (matrix, lc) in self.matrices.iter_mut().zip(&lcs) {
+            // Zero coefficients are skipped, as the prover's density tracking skips them.
+            matrix.extend(
+                lc.iter()
+                    .filter(|(_, coeff)| !bool::from(coeff.is_zero()))
+                    .map(|(var, coeff)| Term {
+                        var: var.get_unchecked(),
+                        row,
+                        coeff: *coeff,
+                    }),
+            );
+        }
+        self.num_constraints += 1;
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// `(inputs, aux)` evaluations `sum_row coeff * lagrange[row]` of one matrix's columns.
+fn evaluate_columns(
+    matrix: &[Term],
+    lagrange: &[Scalar],
+    num_inputs: usize,
+    num_aux: usize,
+) -> (Vec<Scalar>, Vec<Scalar>) {
+    let mut inputs = vec![Scalar::ZERO; num_inputs];
+    let mut aux = vec![Scalar::ZERO; num_aux];
+    for t in matrix {
+        let v = lagrange[t.row] * t.coeff;
+        match t.var {
+            Index::Input(i) => inputs[i] += v,
+            Index::Aux(i) => aux[i] += v,
+        }
+    }
+    (inputs, aux)
+}
+
+/// Generates parameters for `circuit` with random toxic waste from `rng`.
+pub fn generate_random_parameters<C, R>(
+    circuit: C,
+    rng: &mut R,
+) -> Result<Parameters, SynthesisError>
+where
+    C: Circuit<Scalar>,
+    R: RngCore,
+{
+    let g1 = G1Projective::random(&mut *rng);
+    let g2 = G2Projective::random(&mut *rng);
+    let alpha = Scalar::random(&mut *rng);
+    let beta = Scalar::random(&mut *rng);
+    let gamma = Scalar::random(&mut *rng);
+    let delta = Scalar::random(&mut *rng);
+    let tau = Scalar::random(&mut *rng);
+    generate_parameters(circuit, g1, g2, alpha, beta, gamma, delta, tau)
+}
+
+/// Generates parameters for `circuit` from the given generators and toxic waste.
+///
+/// Fails with [`SynthesisError::UnconstrainedVariable`] if an auxiliary variable appears in no
+/// constraint, and with [`SynthesisError::UnexpectedIdentity`] if `gamma` or `delta` is zero.
+#[allow(clippy::too_many_arguments)]
+pub fn generate_parameters<C>(
+    circuit: C,
+    g1: G1Projective,
+    g2: G2Projective,
+    alpha: Scalar,
+    beta: Scalar,
+    gamma: Scalar,
+    delta: Scalar,
+    tau: Scalar,
+) -> Result<Parameters, SynthesisError>
+where
+    C: Circuit<Scalar>,
+{
+    let start = Instant::now();
+    let mut cs = KeypairAssembly::default();
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    // One constraint `input_i * 0 = 0` per input makes the input columns of A linearly
+    // independent, which the soundness proof needs (and the IC query fully dense).
+    for i in 0..cs.num_inputs {
+        cs.enforce(
+            || "",
+            |lc| lc + Variable::new_unchecked(Index::Input(i)),
+            |lc| lc,
+            |lc| lc,
+        );
+    }
+    log::info!(
+        "setup: {} constraints, {} inputs, {} aux variables synthesized in {:.2?}",
+        cs.num_constraints,
+        cs.num_inputs,
+        cs.num_aux,
+        start.elapsed()
+    );
+    let toxic = Toxic {
+        alpha,
+        beta,
+        gamma,
+        delta,
+        gamma_inv: Option::from(gamma.invert()).ok_or(SynthesisError::UnexpectedIdentity)?,
+        delta_inv: Option::from(delta.invert()).ok_or(SynthesisError::UnexpectedIdentity)?,
+        tau,
+    };
+    let params = multicore::install(|| build(&cs, g1, g2, &toxic, start))?;
+    log::info!("setup: done in {:.2?}", start.elapsed());
+    Ok(params)
+}
+
+/// The secret values of a setup; whoever knows them can forge proofs.
+#[derive(Clone, Copy)]
+struct Toxic {
+    alpha: Scalar,
+    beta: Scalar,
+    gamma: Scalar,
+    delta: Scalar,
+    gamma_inv: Scalar,
+    delta_inv: Scalar,
+    tau: Scalar,
+}
+
+/// The queries from the collected matrices.
+fn build(
+    cs: &KeypairAssembly,
+    g1: G1Projective,
+    g2: G2Projective,
+    toxic: &Toxic,
+    start: Instant,
+) -> Result<Parameters, SynthesisError> {
+    let Toxic {
+        alpha,
+        beta,
+        gamma,
+        delta,
+        gamma_inv,
+        delta_inv,
+        tau,
+    } = *toxic;
+    let (ni, na) = (cs.num_inputs, cs.num_aux);
+
+    // Powers of tau, then the Lagrange basis at tau by an inverse FFT.
+    let mut domain = EvaluationDomain::from_coeffs(vec![Scalar::ZERO; cs.num_constraints])?;
+    let n = domain.size();
+    let mut power = Scalar::ONE;
+    for p in domain.as_mut() {
+        *p = power;
+        power *= tau;
+    }
+    // h_i = tau^i * Z(tau) / delta for i < n - 1: the basis of the quotient H, of degree n - 2.
+    let z_over_delta = domain.z(&tau) * delta_inv;
+    let h_scalars: Vec<Scalar> = domain.as_ref()[..n - 1]
+        .par_iter()
+        .map(|p| *p * z_over_delta)
+        .collect();
+    domain.ifft();
+    let lagrange = domain.into_coeffs();
+
+    let mut columns: Vec<(Vec<Scalar>, Vec<Scalar>)> = cs
+        .matrices
+        .par_iter()
+        .map(|m| evaluate_columns(m, &lagrange, ni, na))
+        .collect();
+    let (ct_in, ct_aux) = columns.pop().unwrap_or_default();
+    let (bt_in, bt_aux) = columns.pop().unwrap_or_default();
+    let (at_in, at_aux) = columns.pop().unwrap_or_default();
+
+    // ext_i = (beta * A_i + alpha * B_i + C_i) / gamma for inputs, / delta for aux.
+    let ext = |at: &[Scalar], bt: &[Scalar], ct: &[Scalar], inv: Scalar| -> Vec<Scalar> {
+        (at, bt, ct)
+            .into_par_iter()
+            .map(|(a, b, c)| (beta * a + alpha * b + c) * inv)
+            .collect()
+    };
+    let ic_scalars = ext(&at_in, &bt_in, &ct_in, gamma_inv);
+    let l_scalars = ext(&at_aux, &bt_aux, &ct_aux, delta_inv);
+    let a_scalars: Vec<Scalar> = at_in.into_iter().chain(at_aux).collect();
+    let b_scalars: Vec<Scalar> = bt_in.into_iter().chain(bt_aux).collect();
+    log::info!("setup: QAP evaluated at tau in {:.2?}", start.elapsed());
+
+    let g1_count = h_scalars.len() + l_scalars.len() + ic_scalars.len() + 2 * a_scalars.len();
+    let g1_table = FixedBaseTable::<G1Affine>::new(g1, g1_count);
+    let g2_table = FixedBaseTable::<G2Affine>::new(g2, b_scalars.len());
+    let h = g1_table.mul_all(&h_scalars);
+    let ic = g1_table.mul_all(&ic_scalars);
+    let l = g1_table.mul_all(&l_scalars);
+    if l.iter().any(|p| bool::from(p.is_identity())) {
+        return Err(SynthesisError::UnconstrainedVariable);
+    }
+    let not_identity = |p: &G1Affine| !bool::from(p.is_identity());
+    let a: Vec<G1Affine> = g1_table
+        .mul_all(&a_scalars)
+        .into_iter()
+        .filter(not_identity)
+        .collect();
+    let b_g1: Vec<G1Affine> = g1_table
+        .mul_all(&b_scalars)
+        .into_iter()
+        .filter(not_identity)
+        .collect();
+    let b_g2: Vec<G2Affine> = g2_table
+        .mul_all(&b_scalars)
+        .into_iter()
+        .filter(|p| !bool::from(p.is_identity()))
+        .collect();
+    log::info!(
+        "setup: {} G1 and {} G2 points computed in {:.2?}",
+        h.len() + ic.len() + l.len() + a.len() + b_g1.len(),
+        b_g2.len(),
+        start.elapsed()
+    );
+
+    let vk = VerifyingKey {
+        alpha_g1: (g1 * alpha).to_affine(),
+        beta_g1: (g1 * beta).to_affine(),
+        beta_g2: (g2 * beta).to_affine(),
+        gamma_g2: (g2 * gamma).to_affine(),
+        delta_g1: (g1 * delta).to_affine(),
+        delta_g2: (g2 * delta).to_affine(),
+        ic,
+    };
+    Ok(Parameters {
+        vk,
+        h,
+        l,
+        a,
+        b_g1,
+        b_g2,
+    })
+}

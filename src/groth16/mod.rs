@@ -1,0 +1,19 @@
+//! The Groth16 proving system ([eprint 2016/260](https://eprint.iacr.org/2016/260)) over
+//! BLS12-381: parameter generation, proving and verification, with bellman's byte formats.
+
+mod generator;
+mod params;
+mod proof;
+mod prover;
+mod verifier;
+
+pub use generator::{generate_parameters, generate_random_parameters};
+pub use params::{ParameterSource, Parameters, ReadError, VerifyingKey};
+pub use proof::Proof;
+pub use prover::{
+    create_proof, create_proof_batch, create_random_proof, create_random_proof_batch,
+};
+pub use verifier::{
+    prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey,
+    VerificationError,
+};

@@ -1,0 +1,368 @@
+//! Proving: witness synthesis, the quotient polynomial, and five multiexps.
+//!
+//! With the witness `w` (inputs first, the constant `one` at index 0) and random `r`, `s`:
+//!
+//! ```text
+//! A = alpha + sum_i w_i A_i(tau) + r delta                      (G1)
+//! B = beta  + sum_i w_i B_i(tau) + s delta                      (G2, and G1 for C)
+//! C = sum_aux w_i L_i + sum_j h_j H_j + s A + r B - r s delta   (G1)
+//! ```
+//!
+//! where `h` are the coefficients of `(A(x) B(x) - C(x)) / Z(x)` computed by FFTs in
+//! [`crate::domain`]. The `A` and `B` queries store bases only for variables that appear in the
+//! respective matrix, so the prover tracks which do ([`Density`]) and drops the other scalars.
+
+use super::params::ParameterSource;
+use super::proof::Proof;
+use crate::curve::CurveAffine;
+use crate::domain::EvaluationDomain;
+use crate::multicore;
+use crate::multiexp::{multiexp, scalar_reprs, Density, LengthMismatch, ScalarRepr};
+use bellpepper_core::{
+    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
+};
+use blstrs::Scalar;
+use ff::Field;
+use group::prime::PrimeCurveAffine;
+use group::Curve;
+use rand_core::RngCore;
+use rayon::prelude::*;
+use std::time::Instant;
+
+/// The witness of one circuit and its constraints' evaluations.
+#[derive(Default)]
+struct ProvingAssignment {
+    a_aux_density: Density,
+    b_input_density: Density,
+    b_aux_density: Density,
+    a: Vec<Scalar>,
+    b: Vec<Scalar>,
+    c: Vec<Scalar>,
+    input_assignment: Vec<Scalar>,
+    aux_assignment: Vec<Scalar>,
+}
+
+/// Evaluates `lc`, marking the variables with non-zero coefficients in the density trackers.
+fn eval(
+    lc: &LinearCombination<Scalar>,
+    mut input_density: Option<&mut Density>,
+    mut aux_density: Option<&mut Density>,
+    inputs: &[Scalar],
+    aux: &[Scalar],
+) -> Scalar {
+    let mut acc = Scalar::ZERO;
+    for (var, coeff) in lc.iter() {
+        if bool::from(coeff.is_zero()) {
+            continue;
+        }
+        let value = match var.get_unchecked() {
+            Index::Input(i) => {
+                if let Some(d) = input_density.as_deref_mut() {
+                    d.inc(i);
+                }
+                inputs.get(i)
+            }
+            Index::Aux(i) => {
+                if let Some(d) = aux_density.as_deref_mut() {
+                    d.inc(i);
+                }
+                aux.get(i)
+            }
+        };
+        // A variable index from another constraint system reads as zero; the proof then fails
+        // to verify rather than the prover panicking.
+        let value = value.copied().unwrap_or(Scalar::ZERO);
+        acc += if *coeff == Scalar::ONE {
+            value
+        } else {
+            value * coeff
+        };
+    }
+    acc
+}
+
+impl ConstraintSystem<Scalar> for ProvingAssignment {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux_assignment.push(f()?);
+        self.a_aux_density.add_element();
+        self.b_aux_density.add_element();
+        Ok(Variable::new_unchecked(Index::Aux(
+            self.aux_assignment.len() - 1,
+        )))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.input_assignment.push(f()?);
+        self.b_input_density.add_element();
+        Ok(Variable::new_unchecked(Index::Input(
+            self.input_assignment.len() - 1,
+        )))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let (a, b, c) = (
+            a(LinearCombination::zero()),
+            b(LinearCombination::zero()),
+            c(LinearCombination::zero()),
+        );
+        let (inputs, aux) = (&self.input_assignment, &self.aux_assignment);
+        // Inputs need no density in A: the `input * 0 = 0` constraints make that query dense.
+        let a = eval(&a, None, Some(&mut self.a_aux_density), inputs, aux);
+        let b = eval(
+            &b,
+            Some(&mut self.b_input_density),
+            Some(&mut self.b_aux_density),
+            inputs,
+            aux,
+        );
+        let c = eval(&c, None, None, inputs, aux);
+        self.a.push(a);
+        self.b.push(b);
+        self.c.push(c);
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// Runs the circuit with its witness and adds the input constraints, as the generator does.
+fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<ProvingAssignment, SynthesisError> {
+    let mut cs = ProvingAssignment::default();
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    for i in 0..cs.input_assignment.len() {
+        cs.enforce(
+            || "",
+            |lc| lc + Variable::new_unchecked(Index::Input(i)),
+            |lc| lc,
+            |lc| lc,
+        );
+    }
+    // A witness that breaks a constraint would give a proof that does not verify; say so now.
+    if let Some(row) = (0..cs.a.len()).find(|&i| cs.a[i] * cs.b[i] != cs.c[i]) {
+        log::warn!(
+            "constraint {row} of {} is not satisfied by the witness",
+            cs.a.len()
+        );
+        return Err(SynthesisError::Unsatisfiable);
+    }
+    Ok(cs)
+}
+
+/// Coefficients of `H = (A B - C) / Z`, the `n - 1` of them that can be non-zero.
+fn quotient(a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> Result<Vec<Scalar>, SynthesisError> {
+    let mut a = EvaluationDomain::from_coeffs(a)?;
+    let mut b = EvaluationDomain::from_coeffs(b)?;
+    let mut c = EvaluationDomain::from_coeffs(c)?;
+    for d in [&mut a, &mut b, &mut c] {
+        d.ifft();
+        d.coset_fft();
+    }
+    a.mul_assign(&b);
+    drop(b);
+    a.sub_assign(&c);
+    drop(c);
+    a.divide_by_z_on_coset();
+    a.icoset_fft();
+    let mut h = a.into_coeffs();
+    h.truncate(h.len() - 1);
+    Ok(h)
+}
+
+fn mismatch(what: &str, params: usize, circuit: usize) -> SynthesisError {
+    SynthesisError::IncompatibleLengthVector(format!(
+        "the parameters' {what} has {params} entries but this circuit needs {circuit}: \
+         parameters for another circuit?"
+    ))
+}
+
+fn check_len(what: &str, params: usize, circuit: usize) -> Result<(), SynthesisError> {
+    if params == circuit {
+        Ok(())
+    } else {
+        Err(mismatch(what, params, circuit))
+    }
+}
+
+fn msm<G: CurveAffine>(bases: &[G], scalars: &[ScalarRepr]) -> Result<G::Curve, SynthesisError> {
+    multiexp(bases, scalars).map_err(|e: LengthMismatch| mismatch("query", e.bases, e.scalars))
+}
+
+/// Proves one synthesized circuit with blinding factors `r`, `s`.
+fn prove<P: ParameterSource + Sync>(
+    cs: ProvingAssignment,
+    params: &P,
+    r: Scalar,
+    s: Scalar,
+) -> Result<Proof, SynthesisError> {
+    let start = Instant::now();
+    let vk = params.vk();
+    let num_inputs = cs.input_assignment.len();
+    check_len("verifying key (ic)", vk.ic.len(), num_inputs)?;
+    check_len("L query", params.l().len(), cs.aux_assignment.len())?;
+    let domain_size = cs.a.len().next_power_of_two();
+    check_len("H query", params.h().len() + 1, domain_size)?;
+    check_len(
+        "A query",
+        params.a().len(),
+        num_inputs + cs.a_aux_density.total(),
+    )?;
+    let b_len = cs.b_input_density.total() + cs.b_aux_density.total();
+    check_len("B query in G1", params.b_g1().len(), b_len)?;
+    check_len("B query in G2", params.b_g2().len(), b_len)?;
+    if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+        return Err(SynthesisError::UnexpectedIdentity);
+    }
+
+    let h = quotient(cs.a, cs.b, cs.c)?;
+    log::debug!("prove: quotient polynomial in {:.2?}", start.elapsed());
+    let h = msm(params.h(), &scalar_reprs(&h))?;
+
+    let inputs = scalar_reprs(&cs.input_assignment);
+    let aux = scalar_reprs(&cs.aux_assignment);
+    let l = msm(params.l(), &aux)?;
+    let mut a_scalars = inputs.clone();
+    a_scalars.extend(cs.a_aux_density.select(&aux));
+    let a = msm(params.a(), &a_scalars)?;
+    drop(a_scalars);
+    let mut b_scalars = cs.b_input_density.select(&inputs);
+    b_scalars.extend(cs.b_aux_density.select(&aux));
+    let b_g1 = msm(params.b_g1(), &b_scalars)?;
+    let b_g2 = msm(params.b_g2(), &b_scalars)?;
+    log::debug!("prove: multiexps done at {:.2?}", start.elapsed());
+
+    let g_a = vk.delta_g1 * r + vk.alpha_g1 + a;
+    let g_b = vk.delta_g2 * s + vk.beta_g2 + b_g2;
+    let g_c = vk.delta_g1 * (r * s) + vk.alpha_g1 * s + vk.beta_g1 * r + a * s + b_g1 * r + h + l;
+    Ok(Proof {
+        a: g_a.to_affine(),
+        b: g_b.to_affine(),
+        c: g_c.to_affine(),
+    })
+}
+
+/// Proves `circuit` with the blinding factors `r` and `s`.
+pub fn create_proof<C, P>(
+    circuit: C,
+    params: P,
+    r: Scalar,
+    s: Scalar,
+) -> Result<Proof, SynthesisError>
+where
+    C: Circuit<Scalar> + Send,
+    P: ParameterSource + Sync,
+{
+    let mut proofs = create_proof_batch(vec![circuit], params, vec![r], vec![s])?;
+    proofs.pop().ok_or(SynthesisError::AssignmentMissing)
+}
+
+/// Proves `circuit` with blinding factors drawn from `rng`.
+pub fn create_random_proof<C, P, R>(
+    circuit: C,
+    params: P,
+    rng: &mut R,
+) -> Result<Proof, SynthesisError>
+where
+    C: Circuit<Scalar> + Send,
+    P: ParameterSource + Sync,
+    R: RngCore,
+{
+    let r = Scalar::random(&mut *rng);
+    let s = Scalar::random(&mut *rng);
+    create_proof(circuit, params, r, s)
+}
+
+/// Proves several circuits that share `params`, each with blinding factors drawn from `rng`.
+pub fn create_random_proof_batch<C, P, R>(
+    circuits: Vec<C>,
+    params: P,
+    rng: &mut R,
+) -> Result<Vec<Proof>, SynthesisError>
+where
+    C: Circuit<Scalar> + Send,
+    P: ParameterSource + Sync,
+    R: RngCore,
+{
+    let r = (0..circuits.len())
+        .map(|_| Scalar::random(&mut *rng))
+        .collect();
+    let s = (0..circuits.len())
+        .map(|_| Scalar::random(&mut *rng))
+        .collect();
+    create_proof_batch(circuits, params, r, s)
+}
+
+/// Proves several circuits that share `params`, circuit `i` with blinding factors `r[i]`, `s[i]`.
+///
+/// The witnesses are synthesized in parallel; the proofs are then made one after another, each
+/// using every thread.
+pub fn create_proof_batch<C, P>(
+    circuits: Vec<C>,
+    params: P,
+    r: Vec<Scalar>,
+    s: Vec<Scalar>,
+) -> Result<Vec<Proof>, SynthesisError>
+where
+    C: Circuit<Scalar> + Send,
+    P: ParameterSource + Sync,
+{
+    if r.len() != circuits.len() || s.len() != circuits.len() {
+        return Err(SynthesisError::IncompatibleLengthVector(format!(
+            "{} circuits but {} values of r and {} of s",
+            circuits.len(),
+            r.len(),
+            s.len()
+        )));
+    }
+    let start = Instant::now();
+    let count = circuits.len();
+    let assignments: Vec<ProvingAssignment> = multicore::install(|| {
+        circuits
+            .into_par_iter()
+            .map(synthesize)
+            .collect::<Result<_, _>>()
+    })?;
+    if let Some(cs) = assignments.first() {
+        log::info!(
+            "prove: {count} witness(es) of {} constraints synthesized in {:.2?}",
+            cs.a.len(),
+            start.elapsed()
+        );
+    }
+    let proofs = assignments
+        .into_iter()
+        .zip(r.into_iter().zip(s))
+        .map(|(cs, (r, s))| multicore::install(|| prove(cs, &params, r, s)))
+        .collect::<Result<Vec<_>, _>>()?;
+    log::info!("prove: {count} proof(s) in {:.2?}", start.elapsed());
+    Ok(proofs)
+}

@@ -1,0 +1,60 @@
+//! Groth16 zk-SNARKs over BLS12-381, built so that a long, low-priority proof can hand its GPU to a
+//! short, high-priority one without losing finished work.
+//!
+//! This release is the CPU foundation: the circuit API of
+//! [bellpepper-core](https://docs.rs/bellpepper-core/0.4) (so circuits written for bellperson or
+//! with bellpepper's gadgets work unchanged), parameter generation, proving, verification (single
+//! and batched), and the bellman/bellperson byte format for parameters, verifying keys and proofs.
+//!
+//! ```
+//! use preemptible_groth16::groth16::{
+//!     create_random_proof, generate_random_parameters, prepare_verifying_key, verify_proof,
+//! };
+//! use preemptible_groth16::{Circuit, ConstraintSystem, SynthesisError};
+//! use blstrs::Scalar;
+//! use ff::{Field, PrimeField};
+//!
+//! /// Knows `x` such that `x * x = y` for a public `y`.
+//! struct Square { x: Option<Scalar> }
+//!
+//! impl<S: PrimeField> Circuit<S> for Square where Scalar: Into<S> {
+//!     fn synthesize<CS: ConstraintSystem<S>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+//!         let x_val = self.x.map(Into::into);
+//!         let x = cs.alloc(|| "x", || x_val.ok_or(SynthesisError::AssignmentMissing))?;
+//!         let y = cs.alloc_input(|| "y", || {
+//!             x_val.map(|v| v.square()).ok_or(SynthesisError::AssignmentMissing)
+//!         })?;
+//!         cs.enforce(|| "x * x = y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let mut rng = rand::thread_rng();
+//! let params = generate_random_parameters(Square { x: None }, &mut rng)?;
+//! let pvk = prepare_verifying_key(&params.vk);
+//! let x = Scalar::from(7u64);
+//! let proof = create_random_proof(Square { x: Some(x) }, &params, &mut rng)?;
+//! assert!(verify_proof(&pvk, &proof, &[x.square()])?);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Module map (see `docs/ARCHITECTURE.md`): [`multicore`] owns the thread pool, [`multiexp`] the
+//! Pippenger multi-scalar multiplication, [`domain`] the FFTs, [`groth16`] the protocol.
+#![deny(missing_docs, rustdoc::broken_intra_doc_links)]
+#![forbid(unsafe_code)]
+
+mod curve;
+pub mod domain;
+mod fixed_base;
+pub mod groth16;
+pub mod multicore;
+pub mod multiexp;
+
+#[cfg(feature = "gpu")]
+pub mod gpu;
+
+pub use bellpepper_core::{
+    Circuit, ConstraintSystem, Index, LinearCombination, Namespace, SynthesisError, Variable,
+};
+/// The pairing-friendly curve this crate proves over, and its groups (re-exported from `blstrs`).
+pub use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};

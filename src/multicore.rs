@@ -1,0 +1,71 @@
+//! The crate's one thread pool.
+//!
+//! All parallel work (multiexp, FFT, parameter generation, witness synthesis of batches) runs on a
+//! dedicated [rayon](https://docs.rs/rayon) pool, so the caller's own rayon pool is left alone and
+//! the thread count is set in one place. rayon was chosen over a hand-made pool of
+//! crossbeam-channel workers because its work stealing handles the nested parallelism here (an FFT
+//! inside a batch of proofs) and because calling [`install`] from inside the pool runs the closure
+//! in place instead of blocking a worker on its own pool (the deadlock bellman's `Worker` guards
+//! against by hand).
+//!
+//! The thread count comes from `PREEMPTIBLE_GROTH16_THREADS` (read once, at first use) and
+//! defaults to the number of logical CPUs.
+
+use std::sync::OnceLock;
+
+/// Environment variable that sets the number of worker threads.
+pub const THREADS_ENV: &str = "PREEMPTIBLE_GROTH16_THREADS";
+
+static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+
+fn pool() -> Option<&'static rayon::ThreadPool> {
+    POOL.get_or_init(|| {
+        let requested =
+            std::env::var(THREADS_ENV)
+                .ok()
+                .and_then(|v| match v.trim().parse::<usize>() {
+                    Ok(n) if n > 0 => Some(n),
+                    _ => {
+                        log::warn!("ignoring {THREADS_ENV}={v:?}: expected a positive integer");
+                        None
+                    }
+                });
+        let threads = requested.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        });
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("groth16-{i}"))
+            .build()
+            .map_err(|e| {
+                // Falls back to rayon's global pool rather than failing every proof.
+                log::warn!(
+                    "could not start {threads} worker threads ({e}); using rayon's global pool"
+                )
+            })
+            .ok()
+    })
+    .as_ref()
+}
+
+/// Runs `f` on the crate's pool; parallel iterators inside it use that pool's threads.
+pub fn install<R, F>(f: F) -> R
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+{
+    match pool() {
+        Some(pool) => pool.install(f),
+        None => f(),
+    }
+}
+
+/// Number of worker threads of the crate's pool.
+pub fn num_threads() -> usize {
+    match pool() {
+        Some(pool) => pool.current_num_threads(),
+        None => rayon::current_num_threads(),
+    }
+}
