@@ -1,0 +1,243 @@
+//! End-to-end proofs: they verify, and changed inputs, tampered proofs and foreign parameters do
+//! not.
+
+mod circuits;
+
+use blstrs::{G1Projective, Scalar};
+use circuits::{mimc, mimc_constants, MiMC, Sha256Preimage, Squares};
+use ff::Field;
+use group::{Curve, Group};
+use preemptible_groth16::groth16::{
+    create_proof, create_random_proof, create_random_proof_batch, generate_random_parameters,
+    prepare_verifying_key, verify_proof, verify_proofs_batch, Parameters, Proof, VerificationError,
+};
+use preemptible_groth16::SynthesisError;
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use sha2::{Digest, Sha256};
+
+fn rng(seed: u64) -> ChaCha20Rng {
+    ChaCha20Rng::seed_from_u64(seed)
+}
+
+/// The proof verifies, and each single change (an input, each proof element) makes it fail.
+fn assert_sound(params: &Parameters, proof: &Proof, inputs: &[Scalar]) {
+    let pvk = prepare_verifying_key(&params.vk);
+    assert!(
+        verify_proof(&pvk, proof, inputs).unwrap(),
+        "valid proof rejected"
+    );
+    for i in 0..inputs.len() {
+        let mut changed = inputs.to_vec();
+        changed[i] += Scalar::ONE;
+        assert!(
+            !verify_proof(&pvk, proof, &changed).unwrap(),
+            "input {i} changed"
+        );
+    }
+    let g1 = G1Projective::generator();
+    let mut t = *proof;
+    t.a = (proof.a + g1).to_affine();
+    assert!(!verify_proof(&pvk, &t, inputs).unwrap(), "tampered a");
+    let mut t = *proof;
+    t.c = (proof.c + g1).to_affine();
+    assert!(!verify_proof(&pvk, &t, inputs).unwrap(), "tampered c");
+    let mut t = *proof;
+    t.b = (proof.b + blstrs::G2Projective::generator()).to_affine();
+    assert!(!verify_proof(&pvk, &t, inputs).unwrap(), "tampered b");
+    let mut t = *proof;
+    std::mem::swap(&mut t.a, &mut t.c);
+    assert!(!verify_proof(&pvk, &t, inputs).unwrap(), "swapped a and c");
+}
+
+#[test]
+fn squares_prove_and_verify() {
+    let rng = &mut rng(1);
+    let c = Squares { n: 100 };
+    let params = generate_random_parameters(c, rng).unwrap();
+    let proof = create_random_proof(c, &params, rng).unwrap();
+    assert_sound(&params, &proof, &[c.output()]);
+
+    // Proofs are randomized: a second proof differs and verifies too.
+    let again = create_random_proof(c, &params, rng).unwrap();
+    assert_ne!(proof, again);
+    assert_sound(&params, &again, &[c.output()]);
+}
+
+#[test]
+fn mimc_prove_and_verify() {
+    let rng = &mut rng(2);
+    let constants = mimc_constants::<Scalar>();
+    let setup = MiMC::<Scalar> {
+        preimage: None,
+        constants: constants.clone(),
+    };
+    let params = generate_random_parameters(setup, rng).unwrap();
+    let (xl, xr) = (Scalar::random(&mut *rng), Scalar::random(&mut *rng));
+    let image = mimc(xl, xr, &constants);
+    let circuit = MiMC {
+        preimage: Some((xl, xr)),
+        constants,
+    };
+    let proof = create_random_proof(circuit, &params, rng).unwrap();
+    assert_sound(&params, &proof, &[image]);
+}
+
+#[test]
+fn sha256_preimage_prove_and_verify() {
+    let rng = &mut rng(3);
+    let preimage = b"the short proof must get the GPU now".to_vec();
+    let len = preimage.len();
+    let params = generate_random_parameters(
+        Sha256Preimage {
+            len,
+            preimage: None,
+        },
+        rng,
+    )
+    .unwrap();
+    let inputs = Sha256Preimage::public_inputs::<Scalar>(&Sha256::digest(&preimage));
+    assert_eq!(inputs.len(), 2);
+    let circuit = Sha256Preimage {
+        len,
+        preimage: Some(preimage),
+    };
+    let proof = create_random_proof(circuit, &params, rng).unwrap();
+    assert_sound(&params, &proof, &inputs);
+
+    // The digest of another message is not proven.
+    let other = Sha256Preimage::public_inputs::<Scalar>(&Sha256::digest(b"another message"));
+    let pvk = prepare_verifying_key(&params.vk);
+    assert!(!verify_proof(&pvk, &proof, &other).unwrap());
+}
+
+#[test]
+fn proof_for_other_parameters_does_not_verify() {
+    let rng = &mut rng(4);
+    let c = Squares { n: 30 };
+    let params = generate_random_parameters(c, rng).unwrap();
+    let other = generate_random_parameters(c, rng).unwrap();
+    let proof = create_random_proof(c, &params, rng).unwrap();
+    let pvk_other = prepare_verifying_key(&other.vk);
+    assert!(!verify_proof(&pvk_other, &proof, &[c.output()]).unwrap());
+}
+
+#[test]
+fn wrong_number_of_public_inputs_is_an_error() {
+    let rng = &mut rng(5);
+    let c = Squares { n: 4 };
+    let params = generate_random_parameters(c, rng).unwrap();
+    let pvk = prepare_verifying_key(&params.vk);
+    let proof = create_random_proof(c, &params, rng).unwrap();
+    assert_eq!(
+        verify_proof(&pvk, &proof, &[]),
+        Err(VerificationError::WrongInputCount {
+            expected: 1,
+            got: 0
+        })
+    );
+    assert!(verify_proof(&pvk, &proof, &[c.output(), Scalar::ONE]).is_err());
+}
+
+#[test]
+fn parameters_of_another_circuit_are_an_error_not_a_panic() {
+    let rng = &mut rng(6);
+    let params = generate_random_parameters(Squares { n: 10 }, rng).unwrap();
+    let err = create_random_proof(Squares { n: 40 }, &params, rng).unwrap_err();
+    assert!(
+        matches!(err, SynthesisError::IncompatibleLengthVector(_)),
+        "{err}"
+    );
+}
+
+/// A circuit whose witness breaks its constraint.
+struct Wrong;
+
+impl preemptible_groth16::Circuit<Scalar> for Wrong {
+    fn synthesize<CS: preemptible_groth16::ConstraintSystem<Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), SynthesisError> {
+        let x = cs.alloc(|| "x", || Ok(Scalar::from(3u64)))?;
+        let y = cs.alloc_input(|| "y", || Ok(Scalar::from(10u64)))?;
+        cs.enforce(|| "x * x = y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+        Ok(())
+    }
+}
+
+#[test]
+fn unsatisfied_witness_is_an_error() {
+    let rng = &mut rng(7);
+    let params = generate_random_parameters(Wrong, rng).unwrap();
+    let err = create_random_proof(Wrong, &params, rng).unwrap_err();
+    assert!(matches!(err, SynthesisError::Unsatisfiable), "{err}");
+}
+
+/// A circuit with an auxiliary variable that no constraint uses.
+struct Unconstrained;
+
+impl preemptible_groth16::Circuit<Scalar> for Unconstrained {
+    fn synthesize<CS: preemptible_groth16::ConstraintSystem<Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), SynthesisError> {
+        cs.alloc(|| "loose", || Ok(Scalar::ONE))?;
+        Ok(())
+    }
+}
+
+#[test]
+fn unconstrained_variable_is_rejected_at_setup() {
+    let err = generate_random_parameters(Unconstrained, &mut rng(8)).unwrap_err();
+    assert!(
+        matches!(err, SynthesisError::UnconstrainedVariable),
+        "{err}"
+    );
+}
+
+#[test]
+fn batch_prove_and_batch_verify() {
+    let rng = &mut rng(9);
+    let c = Squares { n: 50 };
+    let params = generate_random_parameters(c, rng).unwrap();
+    let pvk = prepare_verifying_key(&params.vk);
+    let proofs = create_random_proof_batch(vec![c; 4], &params, rng).unwrap();
+    let inputs = vec![vec![c.output::<Scalar>()]; 4];
+    let refs: Vec<&Proof> = proofs.iter().collect();
+    assert!(verify_proofs_batch(&pvk, rng, &refs, &inputs).unwrap());
+    for p in &proofs {
+        assert!(verify_proof(&pvk, p, &inputs[0]).unwrap());
+    }
+
+    // One bad member spoils the batch: a wrong input, then a tampered proof.
+    let mut bad_inputs = inputs.clone();
+    bad_inputs[2][0] += Scalar::ONE;
+    assert!(!verify_proofs_batch(&pvk, rng, &refs, &bad_inputs).unwrap());
+    let mut tampered = proofs[3];
+    tampered.c = (tampered.c + G1Projective::generator()).to_affine();
+    let mut refs_bad = refs.clone();
+    refs_bad[3] = &tampered;
+    assert!(!verify_proofs_batch(&pvk, rng, &refs_bad, &inputs).unwrap());
+    // Two proofs whose errors cancel in a plain sum still fail the random combination.
+    let mut p0 = proofs[0];
+    let mut p1 = proofs[1];
+    p0.c = (p0.c + G1Projective::generator()).to_affine();
+    p1.c = (p1.c - G1Projective::generator()).to_affine();
+    assert!(!verify_proofs_batch(&pvk, rng, &[&p0, &p1], &inputs[..2]).unwrap());
+
+    assert!(verify_proofs_batch(&pvk, rng, &[], &[]).unwrap());
+    assert!(verify_proofs_batch(&pvk, rng, &refs, &inputs[..3]).is_err());
+}
+
+#[test]
+fn fixed_blinding_is_deterministic() {
+    let rng = &mut rng(10);
+    let c = Squares { n: 20 };
+    let params = generate_random_parameters(c, rng).unwrap();
+    let (r, s) = (Scalar::random(&mut *rng), Scalar::random(&mut *rng));
+    let p1 = create_proof(c, &params, r, s).unwrap();
+    let p2 = create_proof(c, &params, r, s).unwrap();
+    assert_eq!(p1, p2);
+    let pvk = prepare_verifying_key(&params.vk);
+    assert!(verify_proof(&pvk, &p1, &[c.output()]).unwrap());
+}
