@@ -10,9 +10,9 @@
 //!               len(b_g2) b_g2...
 //! ```
 //!
-//! Reading never trusts a length field: points are read in blocks of at most [`READ_BLOCK`], so a
-//! hostile length claiming billions of points fails at the end of the bytes actually present
-//! instead of allocating for it. Blocks are decoded (and, when `checked`, tested for being on the
+//! Reading never trusts a length field: points are read in blocks of at most [`READ_BLOCK`] into
+//! buffers that grow with the bytes actually present, so a hostile length claiming billions of
+//! points fails at the end of the input instead of allocating for it. Blocks are decoded (and, when `checked`, tested for being on the
 //! curve and in the prime-order subgroup) in parallel.
 
 use crate::multicore;
@@ -24,7 +24,7 @@ use group::UncompressedEncoding;
 use rayon::prelude::*;
 use std::io::{self, Read, Write};
 
-/// Points read per block (about 1.5 MiB of G1 points); bounds the memory a length field can claim.
+/// Points decoded per parallel block (1.5 MiB of G1 points).
 pub const READ_BLOCK: usize = 1 << 14;
 
 /// Why a parameter file, verifying key or proof could not be read.
@@ -145,13 +145,20 @@ where
 {
     let len = reader.read_u32::<BigEndian>().map_err(io_error(section))? as usize;
     let size = G::Uncompressed::default().as_ref().len();
-    let mut points = Vec::with_capacity(len.min(READ_BLOCK));
+    let mut points = Vec::new();
     let mut bytes = Vec::new();
     while points.len() < len {
         let first = points.len();
-        let count = (len - first).min(READ_BLOCK);
-        bytes.resize(count * size, 0);
-        reader.read_exact(&mut bytes).map_err(io_error(section))?;
+        let want = (len - first).min(READ_BLOCK) * size;
+        // `take` + `read_to_end` grows the buffer with the bytes that arrive, so a length field
+        // claiming more than the input holds never allocates for the missing part.
+        bytes.clear();
+        Read::take(&mut *reader, want as u64)
+            .read_to_end(&mut bytes)
+            .map_err(io_error(section))?;
+        if bytes.len() < want {
+            return Err(ReadError::Truncated { section });
+        }
         let decoded: Result<Vec<G>, ReadError> = multicore::install(|| {
             bytes
                 .par_chunks_exact(size)
