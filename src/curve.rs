@@ -6,6 +6,8 @@
 //! here shares one field inversion among a whole slice (Montgomery's trick), which is what makes
 //! parameter generation fast.
 
+use crate::batch_affine;
+use crate::multiexp::ScalarRepr;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
@@ -25,6 +27,11 @@ pub trait CurveAffine: PrimeCurveAffine<Scalar = Scalar> {
 
     /// Converts `points` to affine form on this thread, one inversion for all of them.
     fn normalize_serial(points: &[Self::Curve], out: &mut [Self]);
+
+    /// One window's bucket sum of a multiexp, buckets accumulated in affine form
+    /// ([`crate::batch_affine`]).
+    fn window_sum_affine(bases: &[Self], scalars: &[ScalarRepr], w: usize, c: usize)
+        -> Self::Curve;
 }
 
 impl CurveAffine for G1Affine {
@@ -45,6 +52,22 @@ impl CurveAffine for G1Affine {
             |x, y| G1Affine::from_raw_unchecked(x, y, false),
         );
     }
+
+    fn window_sum_affine(
+        bases: &[Self],
+        scalars: &[ScalarRepr],
+        w: usize,
+        c: usize,
+    ) -> G1Projective {
+        batch_affine::window_sum(
+            bases,
+            scalars,
+            w,
+            c,
+            |p: &G1Affine| (!bool::from(p.is_identity())).then(|| (p.x(), p.y())),
+            |x, y| G1Affine::from_raw_unchecked(x, y, false),
+        )
+    }
 }
 
 impl CurveAffine for G2Affine {
@@ -63,6 +86,22 @@ impl CurveAffine for G2Affine {
             |p| [p.x(), p.y(), p.z()],
             |x, y| G2Affine::from_raw_unchecked(x, y, false),
         );
+    }
+
+    fn window_sum_affine(
+        bases: &[Self],
+        scalars: &[ScalarRepr],
+        w: usize,
+        c: usize,
+    ) -> G2Projective {
+        batch_affine::window_sum(
+            bases,
+            scalars,
+            w,
+            c,
+            |p: &G2Affine| (!bool::from(p.is_identity())).then(|| (p.x(), p.y())),
+            |x, y| G2Affine::from_raw_unchecked(x, y, false),
+        )
     }
 }
 

@@ -43,6 +43,7 @@
 #![deny(missing_docs, rustdoc::broken_intra_doc_links)]
 #![forbid(unsafe_code)]
 
+mod batch_affine;
 mod curve;
 pub mod domain;
 mod fixed_base;

@@ -122,18 +122,28 @@ pub fn multiexp_chunk<G: CurveAffine>(
     multiexp(&bases[range.clone()], &scalars[range])
 }
 
-/// Relative cost of a projective addition (bucket reduction) against a mixed one (bucket fill),
-/// from blst's formulas: 11M + 5S against 7M + 4S.
-const FULL_ADD_COST: f64 = 1.45;
+/// Windows at least this wide accumulate their buckets in affine form; narrower ones have too
+/// few buckets for batches of [`crate::batch_affine::BATCH`] additions to be conflict-free.
+const AFFINE_MIN_WINDOW: usize = 12;
 
-/// Window width minimising `W * (n / parts + FULL_ADD_COST * 2^c)` per task, with the number of
+/// Cost of a window's bucket reduction per `2^c`, in bucket additions: each of the `2^(c-1)`
+/// buckets takes a mixed and a projective addition (7M + 4S and 11M + 5S in blst) against about
+/// 6M + 1S for a batched affine addition into a bucket.
+const REDUCTION_COST: f64 = 1.7;
+
+/// Widest window. Measured on a 2-core EPYC (`cargo bench --bench compare -- msm 20 2`): c = 13
+/// took 5.2 s at 2^20 terms, c = 15 and 16 took 6.0 s: the bucket arrays outgrow the L2 cache
+/// before the model's savings show.
+const MAX_WINDOW: usize = 14;
+
+/// Window width minimising `W * (n / parts + REDUCTION_COST * 2^c)` per task, with the number of
 /// term slices `parts` chosen so that there are at least two tasks per thread.
 fn window_bits(n: usize, threads: usize) -> (usize, usize) {
     let mut best = (2, 1, f64::MAX);
-    for c in 2..=18usize {
+    for c in 2..=MAX_WINDOW {
         let windows = 256usize.div_ceil(c);
         let parts = (2 * threads).div_ceil(windows).max(1).min(n.max(1));
-        let per_task = (n.div_ceil(parts)) as f64 + FULL_ADD_COST * (1u64 << c) as f64;
+        let per_task = (n.div_ceil(parts)) as f64 + REDUCTION_COST * (1u64 << c) as f64;
         let tasks = (windows * parts) as f64;
         // Tasks run `threads` at a time; count the rounds, not the sum.
         let rounds = (tasks / threads as f64).ceil();
@@ -159,7 +169,11 @@ fn pippenger<G: CurveAffine>(bases: &[G], scalars: &[ScalarRepr]) -> G::Curve {
             let (w, p) = (task / parts, task % parts);
             let start = (p * part_len).min(n);
             let end = (start + part_len).min(n);
-            window_sum(&bases[start..end], &scalars[start..end], w, c)
+            if c >= AFFINE_MIN_WINDOW {
+                G::window_sum_affine(&bases[start..end], &scalars[start..end], w, c)
+            } else {
+                window_sum(&bases[start..end], &scalars[start..end], w, c)
+            }
         })
         .collect();
     let mut acc = G::Curve::identity();
@@ -352,6 +366,49 @@ mod tests {
             multiexp::<G2Affine>(&bases, &reprs).unwrap(),
             G2Projective::identity()
         );
+    }
+
+    /// The affine bucket path against the Jacobian one, with repeated and opposite bases so that
+    /// doublings, cancellations and batch conflicts all happen.
+    fn check_affine_window<G>(seed: u64)
+    where
+        G: CurveAffine,
+        G::Curve: Curve<AffineRepr = G>,
+    {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let distinct: Vec<G> = (0..50)
+            .map(|_| G::Curve::random(&mut rng).to_affine())
+            .collect();
+        let mut bases = Vec::new();
+        let mut scalars = Vec::new();
+        for i in 0..3000 {
+            let p = distinct[i % distinct.len()];
+            bases.push(match i % 5 {
+                0 => -p,
+                1 => G::identity(),
+                _ => p,
+            });
+            // Few distinct scalars: the same bucket over and over.
+            scalars.push(Scalar::from((i % 7) as u64 * 1_000_003 + 1));
+        }
+        scalars.extend((0..1000).map(|_| Scalar::random(&mut rng)));
+        bases.extend((0..1000).map(|i| distinct[i % 50]));
+        let reprs = scalar_reprs(&scalars);
+        for c in [3, 12, 13] {
+            for w in 0..256usize.div_ceil(c) {
+                assert_eq!(
+                    G::window_sum_affine(&bases, &reprs, w, c),
+                    window_sum(&bases, &reprs, w, c),
+                    "c = {c}, w = {w}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn affine_buckets_equal_projective_buckets() {
+        check_affine_window::<G1Affine>(8);
+        check_affine_window::<G2Affine>(9);
     }
 
     #[test]

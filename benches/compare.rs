@@ -1,0 +1,111 @@
+//! Side-by-side measurements against the peer (`../shared/peers/bellperson-bench`): the same
+//! commands and circuit, so `scripts/bench-vs-peer.sh` can run both in one go.
+//!
+//! ```text
+//! cargo bench --bench compare -- prove K REPS    # setup once, then best of REPS proofs, 2^K
+//! cargo bench --bench compare -- msm K REPS      # G1 multiexp of 2^K terms, best of REPS
+//! cargo bench --bench compare -- msm-g2 K REPS   # G2 multiexp
+//! cargo bench --bench compare -- fft K REPS      # FFT of 2^K scalars
+//! ```
+//! Each prints one line `ours <what> 2^K: <seconds> s`.
+
+#[path = "../tests/circuits/mod.rs"]
+mod circuits;
+
+use blstrs::{G1Projective, G2Projective, Scalar};
+use circuits::Squares;
+use ff::Field;
+use group::{Curve, Group};
+use preemptible_groth16::domain::EvaluationDomain;
+use preemptible_groth16::groth16::{
+    create_random_proof, generate_random_parameters, prepare_verifying_key, verify_proof,
+};
+use preemptible_groth16::multiexp::{multiexp, scalar_reprs};
+use rand::thread_rng;
+use std::time::Instant;
+
+fn best_of<F: FnMut()>(reps: usize, mut f: F) -> f64 {
+    (0..reps.max(1))
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::MAX, f64::min)
+}
+
+fn bases<G: Group<Scalar = Scalar>>(n: usize) -> Vec<G> {
+    // Consecutive multiples of a random point, as the peer builds them.
+    let g = G::generator();
+    let mut p = g * Scalar::random(thread_rng());
+    (0..n)
+        .map(|_| {
+            let q = p;
+            p += g;
+            q
+        })
+        .collect()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let usage = "usage: compare prove|msm|msm-g2|fft K REPS";
+    let (Some(cmd), Some(k), reps) = (args.first(), args.get(1), args.get(2)) else {
+        eprintln!("{usage}");
+        return;
+    };
+    let Ok(k) = k.parse::<u32>() else {
+        eprintln!("{usage}");
+        return;
+    };
+    let reps: usize = reps.and_then(|r| r.parse().ok()).unwrap_or(3);
+    let n = 1usize << k;
+    let rng = &mut thread_rng();
+    match cmd.as_str() {
+        "prove" => {
+            let c = Squares::log2(k);
+            let t = Instant::now();
+            let params = generate_random_parameters(c, rng).expect("setup");
+            println!("ours setup 2^{k}: {:.3} s", t.elapsed().as_secs_f64());
+            let pvk = prepare_verifying_key(&params.vk);
+            let input = c.output::<Scalar>();
+            let best = best_of(reps, || {
+                let proof = create_random_proof(c, &params, &mut thread_rng()).expect("prove");
+                assert!(verify_proof(&pvk, &proof, &[input]).expect("verify"));
+            });
+            println!("ours prove 2^{k}: {best:.3} s");
+        }
+        "msm" => {
+            let b: Vec<_> = bases::<G1Projective>(n)
+                .iter()
+                .map(|p| p.to_affine())
+                .collect();
+            let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
+            let best = best_of(reps, || {
+                std::hint::black_box(multiexp(&b, &scalar_reprs(&s)).expect("msm"));
+            });
+            println!("ours msm 2^{k}: {best:.4} s");
+        }
+        "msm-g2" => {
+            let b: Vec<_> = bases::<G2Projective>(n)
+                .iter()
+                .map(|p| p.to_affine())
+                .collect();
+            let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
+            let best = best_of(reps, || {
+                std::hint::black_box(multiexp(&b, &scalar_reprs(&s)).expect("msm"));
+            });
+            println!("ours msm-g2 2^{k}: {best:.4} s");
+        }
+        "fft" => {
+            let coeffs: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
+            let mut d = EvaluationDomain::from_coeffs(coeffs).expect("domain");
+            let best = best_of(reps, || d.fft());
+            println!("ours fft 2^{k}: {best:.4} s");
+        }
+        _ => eprintln!("{usage}"),
+    }
+}
