@@ -5,7 +5,7 @@
 #   scripts/bench-vs-peer.sh                 # default sizes
 #   PROVE_SIZES="16" MSM_SIZES="16" REPS=2 scripts/bench-vs-peer.sh
 #
-# PEER points at ../shared/peers/bellperson-bench by default. Parameter generation of the peer
+# PEER points at ../shared/peers/bellperson-bench by default (built into PEER_TARGET). Parameter generation of the peer
 # takes minutes at 2^18 on a small machine; each size is set up once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,8 +19,9 @@ REPS=${REPS:-3}
 
 cargo build --release --bench compare >&2
 ours=$(ls -t target/release/deps/compare-* | grep -v '\.d$' | head -n 1)
-cargo build --release --manifest-path "$PEER/Cargo.toml" --target-dir target/peer >&2
-peer=target/peer/release/bellperson-bench
+PEER_TARGET=${PEER_TARGET:-target/peer}
+cargo build --release --manifest-path "$PEER/Cargo.toml" --target-dir "$PEER_TARGET" >&2
+peer=$PEER_TARGET/release/bellperson-bench
 
 # last number on a line: "... 0.123 s" or "... best 0.123s of 3"
 num() { grep -oE '[0-9]+\.[0-9]+' | tail -n 1; }

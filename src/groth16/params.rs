@@ -324,8 +324,8 @@ impl Parameters {
 }
 
 /// Where the prover gets its queries: in memory ([`Parameters`]) or any other store that can lend
-/// them as slices. The prover checks the lengths against the circuit and fails with
-/// [`SynthesisError::MalformedSrs`]-style errors when they do not match.
+/// them as slices. The prover checks every length against the circuit and fails with
+/// [`SynthesisError::IncompatibleLengthVector`], naming the query, when one does not match.
 pub trait ParameterSource {
     /// The verifying key.
     fn vk(&self) -> &VerifyingKey;
