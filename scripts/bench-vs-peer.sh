@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Measures this crate beside the peer (bellperson 0.27 on the CPU, blst's native multiexp) in one
-# run on this machine and prints a markdown table (also written to target/bench-vs-peer.md).
+# run on this machine and prints a markdown table (also written to OUT_MD, default
+# target/bench-vs-peer.md).
 #
 #   scripts/bench-vs-peer.sh                 # default sizes
 #   PROVE_SIZES="16" MSM_SIZES="16" REPS=2 scripts/bench-vs-peer.sh
@@ -17,17 +18,27 @@ G2_SIZES=${G2_SIZES:-"16 18"}
 FFT_SIZES=${FFT_SIZES:-"16 18 20"}
 REPS=${REPS:-3}
 
-cargo build --release --bench compare >&2
-ours=$(ls -t target/release/deps/compare-* | grep -v '\.d$' | head -n 1)
-PEER_TARGET=${PEER_TARGET:-target/peer}
-cargo build --release --manifest-path "$PEER/Cargo.toml" --target-dir "$PEER_TARGET" >&2
-peer=$PEER_TARGET/release/bellperson-bench
+# OURS_BIN and PEER_BIN skip the builds (for a machine without cargo, such as the GPU host).
+if [ -n "${OURS_BIN:-}" ]; then
+    ours=$OURS_BIN
+else
+    cargo build --release --bench compare >&2
+    ours=$(ls -t target/release/deps/compare-* | grep -v '\.d$' | head -n 1)
+fi
+if [ -n "${PEER_BIN:-}" ]; then
+    peer=$PEER_BIN
+else
+    PEER_TARGET=${PEER_TARGET:-target/peer}
+    cargo build --release --manifest-path "$PEER/Cargo.toml" --target-dir "$PEER_TARGET" >&2
+    peer=$PEER_TARGET/release/bellperson-bench
+fi
 
 # last number on a line: "... 0.123 s" or "... best 0.123s of 3"
 num() { grep -oE '[0-9]+\.[0-9]+' | tail -n 1; }
 ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
 
-out=target/bench-vs-peer.md
+out=${OUT_MD:-target/bench-vs-peer.md}
+mkdir -p "$(dirname "$out")"
 {
     echo "| operation | size | ours (s) | peer (s) | ours / peer | peer |"
     echo "|---|---|---|---|---|---|"
