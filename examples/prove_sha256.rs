@@ -42,11 +42,7 @@ fn parse_args() -> Result<Options, String> {
         let mut value = || args.next().ok_or(format!("{arg} needs a value"));
         match arg.as_str() {
             "--message" => opts.message = value()?,
-            "--proofs" => {
-                opts.proofs = value()?
-                    .parse()
-                    .map_err(|e| format!("--proofs: {e}"))?
-            }
+            "--proofs" => opts.proofs = value()?.parse().map_err(|e| format!("--proofs: {e}"))?,
             "--params" => opts.params = Some(value()?.into()),
             "-h" | "--help" => {
                 return Err(
@@ -70,9 +66,11 @@ fn load_or_generate(path: &Path, len: usize) -> Result<Parameters, Box<dyn std::
         let t = Instant::now();
         // Our own cache: the encoding and curve membership are checked, the slower subgroup
         // checks are skipped. Read files from elsewhere with `checked = true`.
-        match File::open(path).map(BufReader::new).map_err(|e| e.to_string()).and_then(|r| {
-            Parameters::read(r, false).map_err(|e| e.to_string())
-        }) {
+        match File::open(path)
+            .map(BufReader::new)
+            .map_err(|e| e.to_string())
+            .and_then(|r| Parameters::read(r, false).map_err(|e| e.to_string()))
+        {
             Ok(p) => {
                 eprintln!("      read {} in {:.2?}", path.display(), t.elapsed());
                 return Ok(p);
@@ -110,7 +108,10 @@ fn run(opts: Options) -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|| PathBuf::from(format!("params-cache/sha256-{len}.params")));
     eprintln!(
         "SHA-256 preimage of {len} bytes, digest {}, {} threads",
-        digest.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+        digest
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>(),
         multicore::num_threads()
     );
 
@@ -147,7 +148,11 @@ fn run(opts: Options) -> Result<(), Box<dyn std::error::Error>> {
             return Err("a proof did not verify".into());
         }
     }
-    let hex: String = proofs[0].to_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    let hex: String = proofs[0]
+        .to_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     println!("{hex}");
     Ok(())
 }

@@ -131,25 +131,37 @@ const AFFINE_MIN_WINDOW: usize = 12;
 /// 6M + 1S for a batched affine addition into a bucket.
 const REDUCTION_COST: f64 = 1.7;
 
+/// Cost of a Jacobian mixed addition into a bucket (windows narrower than [`AFFINE_MIN_WINDOW`])
+/// against a batched affine one: 7M + 4S against about 6M + 1S plus the batch's bookkeeping.
+const JACOBIAN_ADD_COST: f64 = 1.3;
+
 /// Widest window. Measured on a 2-core EPYC (`cargo bench --bench compare -- msm 20 2`): c = 13
 /// took 5.2 s at 2^20 terms, c = 15 and 16 took 6.0 s: the bucket arrays outgrow the L2 cache
 /// before the model's savings show.
 const MAX_WINDOW: usize = 14;
 
-/// Window width minimising `W * (n / parts + REDUCTION_COST * 2^c)` per task, with the number of
-/// term slices `parts` chosen so that there are at least two tasks per thread.
+/// Window width `c` and number of term slices `parts` minimising the estimated wall time: the
+/// `W * parts` tasks of `n / parts` bucket additions (dearer below [`AFFINE_MIN_WINDOW`]) and
+/// `REDUCTION_COST * 2^c` for the reduction each run `threads` at a time,
+/// so the count of rounds matters, not just the sum (a last round half full idles half the
+/// threads).
 fn window_bits(n: usize, threads: usize) -> (usize, usize) {
     let mut best = (2, 1, f64::MAX);
     for c in 2..=MAX_WINDOW {
         let windows = 256usize.div_ceil(c);
-        let parts = (2 * threads).div_ceil(windows).max(1).min(n.max(1));
-        let per_task = (n.div_ceil(parts)) as f64 + REDUCTION_COST * (1u64 << c) as f64;
-        let tasks = (windows * parts) as f64;
-        // Tasks run `threads` at a time; count the rounds, not the sum.
-        let rounds = (tasks / threads as f64).ceil();
-        let cost = rounds * per_task;
-        if cost < best.2 {
-            best = (c, parts, cost);
+        let max_parts = (8 * threads).div_ceil(windows).clamp(1, n.max(1));
+        for parts in 1..=max_parts {
+            let add = if c >= AFFINE_MIN_WINDOW {
+                1.0
+            } else {
+                JACOBIAN_ADD_COST
+            };
+            let per_task = add * n.div_ceil(parts) as f64 + REDUCTION_COST * (1u64 << c) as f64;
+            let rounds = (windows * parts).div_ceil(threads) as f64;
+            let cost = rounds * per_task;
+            if cost < best.2 {
+                best = (c, parts, cost);
+            }
         }
     }
     (best.0, best.1)
