@@ -6,10 +6,9 @@
 //! crossbeam-channel workers because its work stealing handles the nested parallelism here (an FFT
 //! inside a batch of proofs) and because calling [`install`] from inside the pool runs the closure
 //! in place instead of blocking a worker on its own pool (the deadlock bellman's `Worker` guards
-//! against by hand). Measured: the G1 multiexp at 2^16 runs 1.9x faster on 2 threads than on 1
-//! (0.42 s against 0.79 s, development machine), and 5.4x faster on 16 threads than on 2 at 2^20
-//! (`docs/BENCHMARKS.md`); its tasks last milliseconds, so a hand-made pool has little scheduling
-//! overhead to win back, and none was built.
+//! against by hand). Measured on the 2-core development machine: the G1 multiexp at 2^16 runs
+//! 1.9x faster on 2 threads than on 1 (0.42 s against 0.79 s). Its tasks last milliseconds, so a
+//! hand-made pool has little scheduling overhead to win back; none was built to compare.
 //!
 //! The thread count comes from `PREEMPTIBLE_GROTH16_THREADS` (read once, at first use) and
 //! defaults to the number of logical CPUs.
