@@ -47,6 +47,21 @@ fn bases<G: Group<Scalar = Scalar>>(n: usize) -> Vec<G> {
         .collect()
 }
 
+/// Times a multiexp of `2^k` random terms in the group `G`.
+fn msm<G>(name: &str, k: u32, reps: usize)
+where
+    G: Curve<Scalar = Scalar>,
+    G::AffineRepr: preemptible_groth16::multiexp::CurveAffine,
+{
+    let n = 1usize << k;
+    let b: Vec<G::AffineRepr> = bases::<G>(n).iter().map(|p| p.to_affine()).collect();
+    let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(thread_rng())).collect();
+    let best = best_of(reps, || {
+        std::hint::black_box(multiexp(&b, &scalar_reprs(&s)).expect("msm"));
+    });
+    println!("ours {name} 2^{k}: {best:.4} s");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -78,28 +93,8 @@ fn main() {
             });
             println!("ours prove 2^{k}: {best:.3} s");
         }
-        "msm" => {
-            let b: Vec<_> = bases::<G1Projective>(n)
-                .iter()
-                .map(|p| p.to_affine())
-                .collect();
-            let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
-            let best = best_of(reps, || {
-                std::hint::black_box(multiexp(&b, &scalar_reprs(&s)).expect("msm"));
-            });
-            println!("ours msm 2^{k}: {best:.4} s");
-        }
-        "msm-g2" => {
-            let b: Vec<_> = bases::<G2Projective>(n)
-                .iter()
-                .map(|p| p.to_affine())
-                .collect();
-            let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
-            let best = best_of(reps, || {
-                std::hint::black_box(multiexp(&b, &scalar_reprs(&s)).expect("msm"));
-            });
-            println!("ours msm-g2 2^{k}: {best:.4} s");
-        }
+        "msm" => msm::<G1Projective>("msm", k, reps),
+        "msm-g2" => msm::<G2Projective>("msm-g2", k, reps),
         "fft" => {
             let coeffs: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
             let mut d = EvaluationDomain::from_coeffs(coeffs).expect("domain");

@@ -17,8 +17,15 @@ use rayon::prelude::*;
 /// Points are converted to affine form in slices of this many, one inversion per slice.
 const NORMALIZE_CHUNK: usize = 1024;
 
-/// An affine point of G1 or G2 that can be a multiexp base.
-pub trait CurveAffine: PrimeCurveAffine<Scalar = Scalar> {
+mod sealed {
+    /// Only G1 and G2 of BLS12-381 implement [`super::CurveAffine`].
+    pub trait Sealed {}
+    impl Sealed for blstrs::G1Affine {}
+    impl Sealed for blstrs::G2Affine {}
+}
+
+/// An affine point of G1 or G2 that can be a multiexp base (implemented for those two only).
+pub trait CurveAffine: PrimeCurveAffine<Scalar = Scalar> + sealed::Sealed {
     /// `acc += self`, the cheaper mixed (projective plus affine) addition.
     fn add_to(&self, acc: &mut Self::Curve);
 

@@ -14,7 +14,7 @@
 //! [`multiexp_chunk`] computes the partial sum of a sub-range of the terms: the unit that the GPU
 //! scheduler hands out, so that the sum of the chunks is the whole multiexp.
 
-use crate::curve::CurveAffine;
+pub use crate::curve::CurveAffine;
 use crate::multicore;
 use blstrs::Scalar;
 use group::Group;
