@@ -1,4 +1,14 @@
-//! OpenCL backend (feature `gpu`): FFT and multiexp kernels, device locks and preemption.
+//! OpenCL backend (feature `gpu`).
 //!
-//! Empty for now: the CPU prover is complete without it. The OpenCL kernels and the lock protocol
-//! arrive here behind the `gpu` cargo feature, so that a build without it needs no OpenCL.
+//! So far: device discovery and selection ([`device`]), program building with in-memory and
+//! on-disk caches ([`program`]), and Montgomery field arithmetic for `Fr` and `Fq` as OpenCL
+//! sources ([`source`], `src/gpu/cl/`), tested against blstrs. The FFT and multiexp kernels, the
+//! lock protocol and preemption build on these.
+
+pub mod device;
+mod error;
+pub mod program;
+pub mod source;
+
+pub use device::{Device, Selection};
+pub use error::GpuError;

@@ -1,0 +1,145 @@
+// Montgomery arithmetic in a prime field with FIELD_LIMBS 32-bit limbs, least significant first.
+// Values are kept below P; `mul` is the CIOS method (Koc, Acar, Kaliski: "Analyzing and comparing
+// Montgomery multiplication algorithms", 1996): one interleaved pass of multiplication and
+// reduction per limb of `b`. This is the portable path: every product goes through 64-bit
+// arithmetic, which any OpenCL device has.
+
+typedef struct { uint v[FIELD_LIMBS]; } FIELD;
+
+__constant uint FN(P)[FIELD_LIMBS] = FIELD_P;
+__constant uint FN(ONE)[FIELD_LIMBS] = FIELD_ONE;
+__constant uint FN(R2)[FIELD_LIMBS] = FIELD_R2;
+
+FIELD FN(zero)() {
+    FIELD r;
+    for (int i = 0; i < FIELD_LIMBS; i++) r.v[i] = 0;
+    return r;
+}
+
+FIELD FN(one)() {
+    FIELD r;
+    for (int i = 0; i < FIELD_LIMBS; i++) r.v[i] = FN(ONE)[i];
+    return r;
+}
+
+bool FN(eq)(FIELD a, FIELD b) {
+    for (int i = 0; i < FIELD_LIMBS; i++)
+        if (a.v[i] != b.v[i]) return false;
+    return true;
+}
+
+bool FN(is_zero)(FIELD a) {
+    for (int i = 0; i < FIELD_LIMBS; i++)
+        if (a.v[i] != 0) return false;
+    return true;
+}
+
+// a >= P, as integers
+bool FN(gte_p)(FIELD a) {
+    for (int i = FIELD_LIMBS - 1; i >= 0; i--) {
+        if (a.v[i] > FN(P)[i]) return true;
+        if (a.v[i] < FN(P)[i]) return false;
+    }
+    return true;
+}
+
+// a - P, ignoring the final borrow (callers know a >= P, possibly with a carry out of the top)
+FIELD FN(sub_p)(FIELD a) {
+    uint borrow = 0;
+    for (int i = 0; i < FIELD_LIMBS; i++) {
+        ulong d = (ulong)a.v[i] - FN(P)[i] - borrow;
+        a.v[i] = (uint)d;
+        borrow = (uint)(d >> 63);
+    }
+    return a;
+}
+
+FIELD FN(add)(FIELD a, FIELD b) {
+    uint carry = 0;
+    for (int i = 0; i < FIELD_LIMBS; i++) {
+        ulong s = (ulong)a.v[i] + b.v[i] + carry;
+        a.v[i] = (uint)s;
+        carry = (uint)(s >> 32);
+    }
+    if (carry || FN(gte_p)(a)) a = FN(sub_p)(a);
+    return a;
+}
+
+FIELD FN(sub)(FIELD a, FIELD b) {
+    uint borrow = 0;
+    for (int i = 0; i < FIELD_LIMBS; i++) {
+        ulong d = (ulong)a.v[i] - b.v[i] - borrow;
+        a.v[i] = (uint)d;
+        borrow = (uint)(d >> 63);
+    }
+    if (borrow) {
+        uint carry = 0;
+        for (int i = 0; i < FIELD_LIMBS; i++) {
+            ulong s = (ulong)a.v[i] + FN(P)[i] + carry;
+            a.v[i] = (uint)s;
+            carry = (uint)(s >> 32);
+        }
+    }
+    return a;
+}
+
+FIELD FN(double)(FIELD a) {
+    return FN(add)(a, a);
+}
+
+FIELD FN(neg)(FIELD a) {
+    return FN(is_zero)(a) ? a : FN(sub)(FN(zero)(), a);
+}
+
+// a * b / 2^(32 * FIELD_LIMBS) mod P. Each step's 64-bit sums cannot overflow:
+// (2^32 - 1)^2 + 2 (2^32 - 1) = 2^64 - 1.
+FIELD FN(mul)(FIELD a, FIELD b) {
+    uint t[FIELD_LIMBS + 2];
+    for (int i = 0; i < FIELD_LIMBS + 2; i++) t[i] = 0;
+    for (int i = 0; i < FIELD_LIMBS; i++) {
+        ulong carry = 0;
+        for (int j = 0; j < FIELD_LIMBS; j++) {
+            ulong s = (ulong)a.v[j] * b.v[i] + t[j] + carry;
+            t[j] = (uint)s;
+            carry = s >> 32;
+        }
+        ulong s = (ulong)t[FIELD_LIMBS] + carry;
+        t[FIELD_LIMBS] = (uint)s;
+        t[FIELD_LIMBS + 1] = (uint)(s >> 32);
+
+        // m makes t + m * P divisible by 2^32; the division is the shift by one limb.
+        uint m = t[0] * FIELD_INV;
+        s = (ulong)m * FN(P)[0] + t[0];
+        carry = s >> 32;
+        for (int j = 1; j < FIELD_LIMBS; j++) {
+            s = (ulong)m * FN(P)[j] + t[j] + carry;
+            t[j - 1] = (uint)s;
+            carry = s >> 32;
+        }
+        s = (ulong)t[FIELD_LIMBS] + carry;
+        t[FIELD_LIMBS - 1] = (uint)s;
+        t[FIELD_LIMBS] = t[FIELD_LIMBS + 1] + (uint)(s >> 32);
+    }
+    FIELD r;
+    for (int i = 0; i < FIELD_LIMBS; i++) r.v[i] = t[i];
+    if (t[FIELD_LIMBS] || FN(gte_p)(r)) r = FN(sub_p)(r);
+    return r;
+}
+
+FIELD FN(sqr)(FIELD a) {
+    return FN(mul)(a, a);
+}
+
+// Canonical integer to Montgomery form: a * R^2 / R.
+FIELD FN(to_mont)(FIELD a) {
+    FIELD r2;
+    for (int i = 0; i < FIELD_LIMBS; i++) r2.v[i] = FN(R2)[i];
+    return FN(mul)(a, r2);
+}
+
+// Montgomery form to canonical integer: a * 1 / R.
+FIELD FN(from_mont)(FIELD a) {
+    FIELD one = FN(zero)();
+    one.v[0] = 1;
+    return FN(mul)(a, one);
+}

@@ -1,0 +1,254 @@
+//! OpenCL device discovery and selection.
+//!
+//! Every OpenCL GPU of every platform is a candidate; CPU devices (PoCL, as CI uses) are included
+//! only when asked for, by [`Selection::include_cpu`] or `PREEMPTIBLE_GROTH16_OPENCL_CPU=1`.
+//! `PREEMPTIBLE_GROTH16_GPUS` restricts the set to a comma-separated list of device ids or name
+//! fragments. The environment is read once, in [`Selection::from_env`].
+//!
+//! A device's id is stable across processes and reboots where the platform tells the PCI
+//! address (`pci-0000:17:00.0`, from `cl_khr_pci_bus_info` or NVIDIA's and AMD's own queries);
+//! otherwise it is the platform and device names with the device's index among equals.
+
+use super::error::GpuError;
+use ocl::core::{DeviceInfo, DeviceInfoResult, DeviceType, PlatformInfo};
+use std::sync::Mutex;
+
+/// Environment variable restricting the devices used: ids or name fragments, comma-separated.
+pub const DEVICES_ENV: &str = "PREEMPTIBLE_GROTH16_GPUS";
+/// Environment variable that, set to `1`, admits OpenCL CPU devices (such as PoCL).
+pub const CPU_ENV: &str = "PREEMPTIBLE_GROTH16_OPENCL_CPU";
+
+/// `cl_khr_pci_bus_info`: `CL_DEVICE_PCI_BUS_INFO_KHR`, four `cl_uint`: domain, bus, device,
+/// function.
+const PCI_BUS_INFO_KHR: u32 = 0x410F;
+/// `cl_nv_device_attribute_query`: `CL_DEVICE_PCI_BUS_ID_NV` and `CL_DEVICE_PCI_SLOT_ID_NV`.
+const PCI_BUS_ID_NV: u32 = 0x4008;
+const PCI_SLOT_ID_NV: u32 = 0x4009;
+
+/// Which devices to use.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Admit OpenCL CPU devices as well as GPUs.
+    pub include_cpu: bool,
+    /// Keep only devices whose id equals, or whose name contains, one of these (all if empty).
+    pub only: Vec<String>,
+}
+
+impl Selection {
+    /// The selection the environment asks for ([`DEVICES_ENV`], [`CPU_ENV`]).
+    pub fn from_env() -> Self {
+        let only = std::env::var(DEVICES_ENV)
+            .map(|v| {
+                v.split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let include_cpu = std::env::var(CPU_ENV).is_ok_and(|v| v.trim() == "1");
+        Selection { include_cpu, only }
+    }
+
+    fn admits(&self, id: &str, name: &str) -> bool {
+        self.only.is_empty()
+            || self
+                .only
+                .iter()
+                .any(|want| want == id || name.to_lowercase().contains(&want.to_lowercase()))
+    }
+}
+
+/// One OpenCL device.
+#[derive(Clone, Debug)]
+pub struct Device {
+    /// Stable id (see the module docs).
+    pub id: String,
+    /// The device's name as the driver reports it.
+    pub name: String,
+    /// The vendor's name.
+    pub vendor: String,
+    /// The driver version, part of the program cache key.
+    pub driver: String,
+    /// Whether this is a CPU device.
+    pub is_cpu: bool,
+    /// Global memory in bytes.
+    pub memory: u64,
+    /// Number of compute units.
+    pub compute_units: u32,
+    pub(crate) platform: ocl::Platform,
+    pub(crate) device: ocl::Device,
+}
+
+impl Device {
+    /// Whether the device is an NVIDIA GPU (the PTX fast path applies).
+    pub fn is_nvidia(&self) -> bool {
+        !self.is_cpu && self.vendor.to_lowercase().contains("nvidia")
+    }
+}
+
+fn info_string(device: ocl::core::DeviceId, what: DeviceInfo) -> String {
+    match ocl::core::get_device_info(device, what) {
+        Ok(r) => r.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+fn u32_at(bytes: &[u8], i: usize) -> Option<u32> {
+    let b = bytes.get(4 * i..4 * i + 4)?;
+    Some(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// The PCI address, where the platform tells it.
+fn pci_id(device: ocl::core::DeviceId) -> Option<String> {
+    if let Ok(raw) = ocl::core::get_device_info_raw(device, PCI_BUS_INFO_KHR) {
+        let (domain, bus, dev, func) = (
+            u32_at(&raw, 0)?,
+            u32_at(&raw, 1)?,
+            u32_at(&raw, 2)?,
+            u32_at(&raw, 3)?,
+        );
+        return Some(format!("pci-{domain:04x}:{bus:02x}:{dev:02x}.{func:x}"));
+    }
+    let bus = ocl::core::get_device_info_raw(device, PCI_BUS_ID_NV).ok()?;
+    let slot = ocl::core::get_device_info_raw(device, PCI_SLOT_ID_NV).ok()?;
+    let (bus, slot) = (u32_at(&bus, 0)?, u32_at(&slot, 0)?);
+    Some(format!(
+        "pci-0000:{bus:02x}:{:02x}.{:x}",
+        slot >> 3,
+        slot & 7
+    ))
+}
+
+fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect::<String>()
+        .split('-')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// Every device the selection admits, GPUs first, in a stable order.
+///
+/// The platforms are enumerated once per process, under a lock: OpenCL loaders and drivers
+/// initialise themselves on the first call, and concurrent first calls were seen to return no
+/// platform at all (ocl-icd with PoCL).
+pub fn list(selection: &Selection) -> Result<Vec<Device>, GpuError> {
+    static ALL: Mutex<Option<Vec<Device>>> = Mutex::new(None);
+    let mut all = ALL
+        .lock()
+        .map_err(|_| GpuError::Ocl("device list lock poisoned".into()))?;
+    if all.is_none() {
+        *all = Some(discover());
+    }
+    let admitted = all
+        .iter()
+        .flatten()
+        .filter(|d| (selection.include_cpu || !d.is_cpu) && selection.admits(&d.id, &d.name))
+        .cloned()
+        .collect();
+    Ok(admitted)
+}
+
+fn discover() -> Vec<Device> {
+    // No platform at all (no ICD loader entries) is an empty list, not an error.
+    let platforms = ocl::core::get_platform_ids().unwrap_or_else(|e| {
+        log::info!("gpu: no OpenCL platform ({e})");
+        Vec::new()
+    });
+    let mut found = Vec::new();
+    for platform_id in platforms {
+        let platform = ocl::Platform::new(platform_id);
+        let platform_name = ocl::core::get_platform_info(platform_id, PlatformInfo::Name)
+            .map(|r| r.to_string())
+            .unwrap_or_default();
+        let ids =
+            ocl::core::get_device_ids(platform_id, Some(DeviceType::ALL), None).unwrap_or_default();
+        for core_id in ids {
+            let is_cpu = matches!(
+                ocl::core::get_device_info(core_id, DeviceInfo::Type),
+                Ok(DeviceInfoResult::Type(t)) if t.contains(DeviceType::CPU)
+            );
+            let name = info_string(core_id, DeviceInfo::Name);
+            let memory = match ocl::core::get_device_info(core_id, DeviceInfo::GlobalMemSize) {
+                Ok(DeviceInfoResult::GlobalMemSize(m)) => m,
+                _ => 0,
+            };
+            let compute_units =
+                match ocl::core::get_device_info(core_id, DeviceInfo::MaxComputeUnits) {
+                    Ok(DeviceInfoResult::MaxComputeUnits(n)) => n,
+                    _ => 1,
+                };
+            let fallback = slug(&format!("{platform_name}-{name}"));
+            found.push((
+                pci_id(core_id),
+                fallback,
+                Device {
+                    id: String::new(),
+                    vendor: info_string(core_id, DeviceInfo::Vendor),
+                    driver: info_string(core_id, DeviceInfo::DriverVersion),
+                    name,
+                    is_cpu,
+                    memory,
+                    compute_units,
+                    platform,
+                    device: ocl::Device::from(core_id),
+                },
+            ));
+        }
+    }
+    // Devices without a PCI address are told apart by their index among equally named ones.
+    let mut devices = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for (pci, fallback, mut device) in found {
+        device.id = match pci {
+            Some(pci) => pci,
+            None => {
+                let index = seen.iter().filter(|s| **s == fallback).count();
+                seen.push(fallback.clone());
+                format!("{fallback}-{index}")
+            }
+        };
+        log::debug!(
+            "gpu: found {} ({}), {} bytes",
+            device.name,
+            device.id,
+            device.memory
+        );
+        devices.push(device);
+    }
+    devices.sort_by(|a, b| a.is_cpu.cmp(&b.is_cpu).then_with(|| a.id.cmp(&b.id)));
+    devices
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selection_matches_ids_and_name_fragments() {
+        let s = Selection {
+            include_cpu: false,
+            only: vec!["pci-0000:17:00.0".into(), "h200".into()],
+        };
+        assert!(s.admits("pci-0000:17:00.0", "whatever"));
+        assert!(s.admits("x", "NVIDIA H200"));
+        assert!(!s.admits("x", "NVIDIA A100"));
+        assert!(Selection::default().admits("x", "y"));
+    }
+
+    #[test]
+    fn slugs_are_stable_names() {
+        assert_eq!(
+            slug("Portable Computing Language-pthread-AMD EPYC"),
+            "portable-computing-language-pthread-amd-epyc"
+        );
+    }
+}

@@ -1,0 +1,204 @@
+//! Building OpenCL programs, with caches in memory and on disk.
+//!
+//! Compiling the big-integer kernels takes the driver seconds to minutes (bellperson's take about
+//! three minutes at first use on an H200), so a built program is kept twice: in memory for the
+//! life of the process, keyed by device and source, and on disk as the driver's program binary,
+//! keyed by a hash of the source, the build options, the device and the driver version. A cache
+//! file that cannot be read or loaded is ignored and rebuilt; failing to write one is a warning.
+//!
+//! The cache directory is `PREEMPTIBLE_GROTH16_CACHE_DIR`, else `$XDG_CACHE_HOME` or
+//! `$HOME/.cache` with `preemptible-groth16/` appended, else a folder in the temp directory.
+
+use super::device::Device;
+use super::error::GpuError;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+/// Environment variable naming the program cache directory.
+pub const CACHE_DIR_ENV: &str = "PREEMPTIBLE_GROTH16_CACHE_DIR";
+
+/// A program built for one device, with the context and queue to run it.
+#[derive(Debug)]
+pub struct BuiltProgram {
+    /// The OpenCL context of the device.
+    pub context: ocl::Context,
+    /// An in-order queue on the device.
+    pub queue: ocl::Queue,
+    /// The program.
+    pub program: ocl::Program,
+    /// Whether it came from the disk cache.
+    pub from_disk_cache: bool,
+}
+
+type MemoryCache = Mutex<HashMap<String, Arc<BuiltProgram>>>;
+
+fn memory_cache() -> &'static MemoryCache {
+    static CACHE: OnceLock<MemoryCache> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The directory for cached program binaries.
+pub fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os(CACHE_DIR_ENV) {
+        return PathBuf::from(dir);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
+    match base {
+        Some(base) => base.join("preemptible-groth16"),
+        None => std::env::temp_dir().join("preemptible-groth16-cache"),
+    }
+}
+
+/// 128-bit FNV-1a (two 64-bit lanes with different offsets): a stable key across Rust versions,
+/// which `std`'s hasher does not promise. Not a security boundary: the cache is the user's own.
+fn key_of(parts: &[&str]) -> String {
+    let mut lanes = [0xcbf2_9ce4_8422_2325u64, 0x6c62_272e_07bb_0142u64];
+    for part in parts {
+        for byte in part.bytes().chain(std::iter::once(0xff)) {
+            for lane in &mut lanes {
+                *lane ^= byte as u64;
+                *lane = lane.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+    }
+    format!("{:016x}{:016x}", lanes[0], lanes[1])
+}
+
+/// Drops the in-memory builds, as a new process would start; the next [`build`] of the same
+/// source loads the binary from the disk cache.
+pub fn clear_memory_cache() {
+    if let Ok(mut cache) = memory_cache().lock() {
+        cache.clear();
+    }
+}
+
+/// Builds `source` for `device` with compiler `options`, or returns the cached build.
+pub fn build(device: &Device, source: &str, options: &str) -> Result<Arc<BuiltProgram>, GpuError> {
+    let platform_version = device.platform.version().unwrap_or_default();
+    let key = key_of(&[
+        source,
+        options,
+        &device.name,
+        &device.vendor,
+        &device.driver,
+        &platform_version,
+    ]);
+    let memory_key = format!("{}/{key}", device.id);
+    let mut cache = memory_cache()
+        .lock()
+        .map_err(|_| GpuError::Ocl("program cache lock poisoned".into()))?;
+    if let Some(built) = cache.get(&memory_key) {
+        return Ok(built.clone());
+    }
+    let built = Arc::new(build_uncached(device, source, options, &key)?);
+    cache.insert(memory_key, built.clone());
+    Ok(built)
+}
+
+fn build_uncached(
+    device: &Device,
+    source: &str,
+    options: &str,
+    key: &str,
+) -> Result<BuiltProgram, GpuError> {
+    let start = Instant::now();
+    let context = ocl::Context::builder()
+        .platform(device.platform)
+        .devices(device.device)
+        .build()?;
+    let queue = ocl::Queue::new(&context, device.device, None)?;
+    let path = cache_dir().join(format!("{key}.bin"));
+
+    if let Ok(binary) = std::fs::read(&path) {
+        let bins: [&[u8]; 1] = [&binary];
+        match ocl::Program::builder()
+            .binaries(&bins)
+            .devices(device.device)
+            .cmplr_opt(options)
+            .build(&context)
+        {
+            Ok(program) => {
+                log::info!(
+                    "gpu: program for {} loaded from {} in {:.2?}",
+                    device.name,
+                    path.display(),
+                    start.elapsed()
+                );
+                return Ok(BuiltProgram {
+                    context,
+                    queue,
+                    program,
+                    from_disk_cache: true,
+                });
+            }
+            Err(e) => log::warn!(
+                "gpu: ignoring unusable cached program {}: {e}",
+                path.display()
+            ),
+        }
+    }
+
+    let program = ocl::Program::builder()
+        .src(source)
+        .devices(device.device)
+        .cmplr_opt(options)
+        .build(&context)
+        .map_err(|e| GpuError::BuildFailed {
+            device: device.name.clone(),
+            log: e.to_string(),
+        })?;
+    log::info!(
+        "gpu: program for {} compiled in {:.2?}",
+        device.name,
+        start.elapsed()
+    );
+    if let Err(e) = store(&program, &path) {
+        log::warn!(
+            "gpu: could not cache the program at {}: {e}",
+            path.display()
+        );
+    }
+    Ok(BuiltProgram {
+        context,
+        queue,
+        program,
+        from_disk_cache: false,
+    })
+}
+
+/// Writes the program's binary atomically (temporary file, then rename).
+fn store(program: &ocl::Program, path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    let binaries = match program.info(ocl::enums::ProgramInfo::Binaries)? {
+        ocl::enums::ProgramInfoResult::Binaries(b) => b,
+        _ => return Err("the driver returned no program binary".into()),
+    };
+    let binary = binaries.into_iter().next().ok_or("no program binary")?;
+    if binary.is_empty() {
+        return Err("the driver returned an empty program binary".into());
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, &binary)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_depend_on_every_part() {
+        let k = key_of(&["a", "b"]);
+        assert_eq!(k, key_of(&["a", "b"]));
+        assert_ne!(k, key_of(&["ab", ""]));
+        assert_ne!(k, key_of(&["a", "c"]));
+        assert_eq!(k.len(), 32);
+    }
+}

@@ -1,0 +1,126 @@
+//! Field arithmetic on the OpenCL device equals blstrs (feature `gpu`; in CI on PoCL).
+#![cfg(feature = "gpu")]
+
+use blstrs::{G1Projective, Scalar};
+use ff::Field;
+use group::{Curve, Group};
+use preemptible_groth16::gpu::{device, program, source, Selection};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+/// The first device, CPU devices (PoCL) admitted. The test command installs PoCL, so a missing
+/// device is a failure, not a skip.
+fn any_device() -> device::Device {
+    let selection = Selection {
+        include_cpu: true,
+        ..Selection::from_env()
+    };
+    let devices = device::list(&selection).expect("list OpenCL devices");
+    devices
+        .into_iter()
+        .next()
+        .expect("no OpenCL device: run scripts/test.sh, which installs PoCL")
+}
+
+fn limbs(bytes_le: &[u8]) -> Vec<u32> {
+    bytes_le
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// Runs `<field>_test_ops` on `a`, `b` (canonical limbs, `limbs` per value) and returns the six
+/// results per pair.
+fn run_ops(field: &str, limbs_per: usize, a: &[u32], b: &[u32]) -> Vec<u32> {
+    let dev = any_device();
+    let built = program::build(&dev, &source::field_test_source(), "").expect("build");
+    let n = a.len() / limbs_per;
+    let q = &built.queue;
+    let buf = |data: &[u32]| {
+        ocl::Buffer::<u32>::builder()
+            .queue(q.clone())
+            .len(data.len())
+            .copy_host_slice(data)
+            .build()
+            .expect("buffer")
+    };
+    let (ba, bb) = (buf(a), buf(b));
+    let out = ocl::Buffer::<u32>::builder()
+        .queue(q.clone())
+        .len(6 * a.len())
+        .build()
+        .expect("buffer");
+    let kernel = ocl::Kernel::builder()
+        .program(&built.program)
+        .name(format!("{field}_test_ops"))
+        .queue(q.clone())
+        .global_work_size(n)
+        .arg(&ba)
+        .arg(&bb)
+        .arg(&out)
+        .arg(n as u32)
+        .build()
+        .expect("kernel");
+    // SAFETY: the kernel reads n values from `ba` and `bb` and writes 6 n to `out`, all sized
+    // for that above; the arguments match its signature.
+    unsafe { kernel.enq().expect("launch") };
+    let mut result = vec![0u32; 6 * a.len()];
+    out.read(&mut result).enq().expect("read");
+    result
+}
+
+#[test]
+fn fr_ops_equal_blstrs() {
+    let rng = &mut ChaCha20Rng::seed_from_u64(31);
+    let mut xs = vec![Scalar::ZERO, Scalar::ONE, -Scalar::ONE, -Scalar::ONE];
+    let mut ys = vec![Scalar::ONE, -Scalar::ONE, -Scalar::ONE, Scalar::ZERO];
+    xs.extend((0..60).map(|_| Scalar::random(&mut *rng)));
+    ys.extend((0..60).map(|_| Scalar::random(&mut *rng)));
+    let a: Vec<u32> = xs.iter().flat_map(|x| limbs(&x.to_bytes_le())).collect();
+    let b: Vec<u32> = ys.iter().flat_map(|y| limbs(&y.to_bytes_le())).collect();
+    let out = run_ops("Fr", 8, &a, &b);
+    for (i, (x, y)) in xs.iter().zip(&ys).enumerate() {
+        let expected = [*x + y, *x - y, *x * y, x.square(), x.double(), -*x];
+        for (k, e) in expected.iter().enumerate() {
+            let got = &out[(6 * i + k) * 8..(6 * i + k + 1) * 8];
+            assert_eq!(got, &limbs(&e.to_bytes_le())[..], "Fr op {k} on pair {i}");
+        }
+    }
+}
+
+fn zero_like<F: Field>(_: &F) -> F {
+    F::ZERO
+}
+
+#[test]
+fn fq_ops_equal_blstrs() {
+    // blstrs does not export its base field type; values come from point coordinates.
+    let rng = &mut ChaCha20Rng::seed_from_u64(32);
+    let mut xs = Vec::new();
+    let mut ys = Vec::new();
+    for _ in 0..60 {
+        let p = G1Projective::random(&mut *rng).to_affine();
+        xs.push(p.x());
+        ys.push(p.y());
+    }
+    let zero = zero_like(&xs[0]);
+    let one = {
+        fn one_like<F: Field>(_: &F) -> F {
+            F::ONE
+        }
+        one_like(&zero)
+    };
+    let minus_one = -one;
+    xs.extend([zero, one, minus_one, minus_one]);
+    ys.extend([one, minus_one, minus_one, zero]);
+    let a: Vec<u32> = xs.iter().flat_map(|x| limbs(&x.to_bytes_le())).collect();
+    let b: Vec<u32> = ys.iter().flat_map(|y| limbs(&y.to_bytes_le())).collect();
+    let out = run_ops("Fq", 12, &a, &b);
+    for (i, (x, y)) in xs.iter().zip(&ys).enumerate() {
+        let expected = [*x + y, *x - y, *x * y, x.square(), x.double(), -*x];
+        for (k, e) in expected.iter().enumerate() {
+            let got = &out[(6 * i + k) * 12..(6 * i + k + 1) * 12];
+            assert_eq!(got, &limbs(&e.to_bytes_le())[..], "Fq op {k} on pair {i}");
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! The on-disk program cache (feature `gpu`): its own test binary, because it points the cache
+//! directory of the whole process elsewhere.
+#![cfg(feature = "gpu")]
+
+use preemptible_groth16::gpu::{device, program, source, Selection};
+
+#[test]
+fn programs_come_from_the_disk_cache_the_second_time() {
+    let dir = std::env::temp_dir().join(format!("pg16-cache-test-{}", std::process::id()));
+    std::env::set_var(program::CACHE_DIR_ENV, &dir);
+    let selection = Selection {
+        include_cpu: true,
+        ..Selection::from_env()
+    };
+    let dev = device::list(&selection)
+        .expect("list OpenCL devices")
+        .into_iter()
+        .next()
+        .expect("no OpenCL device: run scripts/test.sh, which installs PoCL");
+    // A source no other test builds, so the in-memory cache cannot answer.
+    let src = format!(
+        "{}\n__kernel void cache_probe_{}(__global uint *x) {{ x[0] = 1; }}\n",
+        source::field_test_source(),
+        std::process::id()
+    );
+    let first = program::build(&dev, &src, "").expect("build");
+    assert!(!first.from_disk_cache);
+    let files: Vec<_> = std::fs::read_dir(&dir).expect("cache dir").collect();
+    assert_eq!(files.len(), 1, "one cached binary");
+    // Without the in-memory copy (as in a new process) the build loads the cached binary.
+    program::clear_memory_cache();
+    let again = program::build(&dev, &src, "").expect("load");
+    assert!(
+        again.from_disk_cache,
+        "second build came from the disk cache"
+    );
+    // A different option string is another key: built from source again, then cached too.
+    let other = program::build(&dev, &src, "-cl-mad-enable").expect("build");
+    assert!(!other.from_disk_cache);
+    let _ = std::fs::remove_dir_all(&dir);
+}
