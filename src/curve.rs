@@ -36,7 +36,7 @@ pub trait CurveAffine: PrimeCurveAffine<Scalar = Scalar> + sealed::Sealed {
     fn normalize_serial(points: &[Self::Curve], out: &mut [Self]);
 
     /// One window's bucket sum of a multiexp, buckets accumulated in affine form
-    /// ([`crate::batch_affine`]).
+    /// (batched inversions, see `src/batch_affine.rs`).
     fn window_sum_affine(bases: &[Self], scalars: &[ScalarRepr], w: usize, c: usize)
         -> Self::Curve;
 }
