@@ -6,6 +6,8 @@
 //! cargo bench --bench compare -- msm K REPS      # G1 multiexp of 2^K terms, best of REPS
 //! cargo bench --bench compare -- msm-g2 K REPS   # G2 multiexp
 //! cargo bench --bench compare -- fft K REPS      # FFT of 2^K scalars
+//! cargo bench --features gpu --bench compare -- gpu-fft K REPS   # the same on the first GPU,
+//!                                                 # host conversion and transfers included
 //! ```
 //! Each prints one line `ours <what> 2^K: <seconds> s`.
 
@@ -62,6 +64,36 @@ where
     println!("ours {name} 2^{k}: {best:.4} s");
 }
 
+/// Times the GPU FFT end to end (Montgomery conversion, upload, kernels, download) on the first
+/// OpenCL device, and checks it against the CPU once.
+#[cfg(feature = "gpu")]
+fn gpu_fft(k: u32, reps: usize) {
+    use preemptible_groth16::gpu::{device, FftKernel, Selection};
+    let Some(dev) = device::list(&Selection::from_env())
+        .ok()
+        .and_then(|d| d.into_iter().next())
+    else {
+        eprintln!("no OpenCL GPU");
+        return;
+    };
+    let t = Instant::now();
+    let kernel = FftKernel::new(&dev).expect("build");
+    println!("ours gpu-fft build: {:.3} s", t.elapsed().as_secs_f64());
+    let n = 1usize << k;
+    let coeffs: Vec<Scalar> = (0..n).map(|_| Scalar::random(thread_rng())).collect();
+    let mut cpu = EvaluationDomain::from_coeffs(coeffs.clone()).expect("domain");
+    let omega = cpu.omega();
+    cpu.fft();
+    let mut gpu = coeffs.clone();
+    kernel.fft(&mut gpu, omega).expect("gpu fft");
+    assert_eq!(gpu, cpu.as_ref(), "GPU FFT differs from the CPU");
+    let best = best_of(reps, || {
+        let mut v = coeffs.clone();
+        kernel.fft(&mut v, omega).expect("gpu fft");
+    });
+    println!("ours gpu-fft 2^{k}: {best:.4} s ({})", dev.name);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -101,6 +133,8 @@ fn main() {
             let best = best_of(reps, || d.fft());
             println!("ours fft 2^{k}: {best:.4} s");
         }
+        #[cfg(feature = "gpu")]
+        "gpu-fft" => gpu_fft(k, reps),
         _ => eprintln!("{usage}"),
     }
 }

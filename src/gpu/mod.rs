@@ -7,8 +7,10 @@
 
 pub mod device;
 mod error;
+mod fft;
 pub mod program;
 pub mod source;
 
 pub use device::{Device, Selection};
 pub use error::GpuError;
+pub use fft::FftKernel;

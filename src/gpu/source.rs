@@ -9,6 +9,7 @@ pub const FQ_MODULUS: &str = "1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf67
 const PRELUDE: &str = include_str!("cl/prelude.cl");
 const FIELD: &str = include_str!("cl/field.cl");
 const FIELD_TEST: &str = include_str!("cl/field_test.cl");
+const FFT: &str = include_str!("cl/fft.cl");
 
 /// A prime field as the kernels need it: 32-bit limbs, least significant first.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -145,6 +146,14 @@ pub fn field_test_source() -> String {
     for field in [fr(), fq()] {
         s.push_str(&field.instantiate(&[FIELD_TEST]));
     }
+    s
+}
+
+/// The source of the FFT kernels over `Fr` (`Fr_bit_reverse`, `Fr_fft_round`, `Fr_scale`,
+/// `Fr_distribute_powers`).
+pub fn fft_source() -> String {
+    let mut s = String::from(PRELUDE);
+    s.push_str(&fr().instantiate(&[FFT]));
     s
 }
 
