@@ -1,9 +1,10 @@
 //! OpenCL backend (feature `gpu`).
 //!
 //! So far: device discovery and selection ([`device`]), program building with in-memory and
-//! on-disk caches ([`program`]), and Montgomery field arithmetic for `Fr` and `Fq` as OpenCL
-//! sources ([`source`], `src/gpu/cl/`), tested against blstrs. The FFT and multiexp kernels, the
-//! lock protocol and preemption build on these.
+//! on-disk caches ([`program`]), Montgomery field arithmetic for `Fr` and `Fq` as OpenCL sources
+//! ([`source`], `src/gpu/cl/`), tested against blstrs, and a first radix-2 FFT ([`FftKernel`]).
+//! The curve and multiexp kernels, the prover's dispatch with CPU fallback, the lock protocol and
+//! preemption build on these.
 
 pub mod device;
 mod error;
