@@ -8,6 +8,7 @@
 //! cargo bench --bench compare -- fft K REPS      # FFT of 2^K scalars
 //! cargo bench --features gpu --bench compare -- gpu-fft K REPS   # the same on the first GPU,
 //!                                                 # host conversion and transfers included
+//! cargo bench --features gpu --bench compare -- gpu-msm K REPS   # G1 multiexp on the first GPU
 //! ```
 //! Each prints one line `ours <what> 2^K: <seconds> s`.
 
@@ -94,6 +95,42 @@ fn gpu_fft(k: u32, reps: usize) {
     println!("ours gpu-fft 2^{k}: {best:.4} s ({})", dev.name);
 }
 
+/// Times the GPU G1 multiexp end to end on the first OpenCL device, checked against the CPU once.
+#[cfg(feature = "gpu")]
+fn gpu_msm(k: u32, reps: usize) {
+    use preemptible_groth16::gpu::{device, MultiexpKernel, Selection};
+    let Some(dev) = device::list(&Selection::from_env())
+        .ok()
+        .and_then(|d| d.into_iter().next())
+    else {
+        eprintln!("no OpenCL GPU");
+        return;
+    };
+    let t = Instant::now();
+    let kernel = MultiexpKernel::new(&dev).expect("build");
+    println!("ours gpu-msm build: {:.3} s", t.elapsed().as_secs_f64());
+    let n = 1usize << k;
+    let b: Vec<_> = bases::<G1Projective>(n)
+        .iter()
+        .map(|p| p.to_affine())
+        .collect();
+    let s = scalar_reprs(
+        &(0..n)
+            .map(|_| Scalar::random(thread_rng()))
+            .collect::<Vec<_>>(),
+    );
+    let cpu = multiexp(&b, &s).expect("cpu");
+    assert_eq!(
+        kernel.multiexp_g1(&b, &s).expect("gpu"),
+        cpu,
+        "GPU differs from CPU"
+    );
+    let best = best_of(reps, || {
+        std::hint::black_box(kernel.multiexp_g1(&b, &s).expect("gpu"));
+    });
+    println!("ours gpu-msm 2^{k}: {best:.4} s ({})", dev.name);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -135,6 +172,8 @@ fn main() {
         }
         #[cfg(feature = "gpu")]
         "gpu-fft" => gpu_fft(k, reps),
+        #[cfg(feature = "gpu")]
+        "gpu-msm" => gpu_msm(k, reps),
         _ => eprintln!("{usage}"),
     }
 }

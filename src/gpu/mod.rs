@@ -9,9 +9,11 @@
 pub mod device;
 mod error;
 mod fft;
+mod multiexp;
 pub mod program;
 pub mod source;
 
 pub use device::{Device, Selection};
 pub use error::GpuError;
 pub use fft::FftKernel;
+pub use multiexp::MultiexpKernel;

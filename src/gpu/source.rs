@@ -10,6 +10,8 @@ const PRELUDE: &str = include_str!("cl/prelude.cl");
 const FIELD: &str = include_str!("cl/field.cl");
 const FIELD_TEST: &str = include_str!("cl/field_test.cl");
 const FFT: &str = include_str!("cl/fft.cl");
+const EC: &str = include_str!("cl/ec.cl");
+const MULTIEXP: &str = include_str!("cl/multiexp.cl");
 
 /// A prime field as the kernels need it: 32-bit limbs, least significant first.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -154,6 +156,14 @@ pub fn field_test_source() -> String {
 pub fn fft_source() -> String {
     let mut s = String::from(PRELUDE);
     s.push_str(&fr().instantiate(&[FFT]));
+    s
+}
+
+/// The source of the G1 multiexp kernels (`G1_multiexp`, `G1_bases_to_mont`,
+/// `G1_results_to_affine`), points over `Fq`.
+pub fn multiexp_source() -> String {
+    let mut s = String::from(PRELUDE);
+    s.push_str(&fq().instantiate(&["#define POINT G1\n", EC, MULTIEXP, "\n#undef POINT\n"]));
     s
 }
 

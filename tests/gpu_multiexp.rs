@@ -1,0 +1,85 @@
+//! The GPU G1 multiexp equals the CPU's (feature `gpu`; in CI on PoCL): random sizes, identity
+//! bases, zero scalars, r - 1, and chunks whose boundaries do not divide n.
+#![cfg(feature = "gpu")]
+
+use blstrs::{G1Affine, G1Projective, Scalar};
+use ff::Field;
+use group::{Curve, Group};
+use preemptible_groth16::gpu::{device, MultiexpKernel, Selection};
+use preemptible_groth16::multiexp::{multiexp, scalar_reprs};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+fn kernel() -> MultiexpKernel {
+    let selection = Selection {
+        include_cpu: true,
+        ..Selection::from_env()
+    };
+    let dev = device::list(&selection)
+        .expect("list OpenCL devices")
+        .into_iter()
+        .next()
+        .expect("no OpenCL device: run scripts/test.sh, which installs PoCL");
+    MultiexpKernel::new(&dev).expect("build the multiexp program")
+}
+
+fn inputs(n: usize, seed: u64) -> (Vec<G1Affine>, Vec<Scalar>) {
+    let rng = &mut ChaCha20Rng::seed_from_u64(seed);
+    let mut bases: Vec<G1Affine> = (0..n)
+        .map(|_| G1Projective::random(&mut *rng).to_affine())
+        .collect();
+    let mut scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
+    for (i, s) in [Scalar::ZERO, Scalar::ONE, -Scalar::ONE]
+        .into_iter()
+        .enumerate()
+    {
+        if i < n {
+            scalars[i] = s;
+        }
+    }
+    for i in (3..n).step_by(5) {
+        bases[i] = G1Affine::default();
+    }
+    // A repeated base with the same scalar: equal points meet in one bucket (a doubling).
+    if n > 12 {
+        bases[11] = bases[10];
+        scalars[11] = scalars[10];
+        // And its negation: opposite points cancel.
+        bases[12] = -bases[10];
+        scalars[12] = scalars[10];
+    }
+    (bases, scalars)
+}
+
+#[test]
+fn gpu_g1_multiexp_equals_cpu() {
+    let k = kernel();
+    for (n, seed) in [(0, 1), (1, 2), (2, 3), (13, 4), (100, 5), (1031, 6)] {
+        let (bases, scalars) = inputs(n, seed);
+        let reprs = scalar_reprs(&scalars);
+        let cpu = multiexp(&bases, &reprs).unwrap();
+        let gpu = k.multiexp_g1(&bases, &reprs).unwrap();
+        assert_eq!(gpu, cpu, "n = {n}");
+    }
+}
+
+#[test]
+fn gpu_chunks_sum_to_the_whole() {
+    let k = kernel();
+    let (bases, scalars) = inputs(700, 9);
+    let reprs = scalar_reprs(&scalars);
+    let whole = multiexp(&bases, &reprs).unwrap();
+    let mut sum = G1Projective::identity();
+    // Chunks of 301 (not a divisor of 700), alternating between the GPU and the CPU.
+    for (i, start) in (0..700).step_by(301).enumerate() {
+        let end = (start + 301).min(700);
+        sum += if i % 2 == 0 {
+            k.multiexp_g1(&bases[start..end], &reprs[start..end])
+                .unwrap()
+        } else {
+            multiexp(&bases[start..end], &reprs[start..end]).unwrap()
+        };
+    }
+    assert_eq!(sum, whole);
+    assert!(k.multiexp_g1(&bases[..3], &reprs[..2]).is_err());
+}
