@@ -2,9 +2,9 @@
 //!
 //! So far: device discovery and selection ([`device`]), program building with in-memory and
 //! on-disk caches ([`program`]), Montgomery field arithmetic for `Fr` and `Fq` as OpenCL sources
-//! ([`source`], `src/gpu/cl/`), tested against blstrs, and a first radix-2 FFT ([`FftKernel`]).
-//! The curve and multiexp kernels, the prover's dispatch with CPU fallback, the lock protocol and
-//! preemption build on these.
+//! ([`source`], `src/gpu/cl/`), tested against blstrs, a first radix-2 FFT ([`FftKernel`]) and a
+//! first G1 multiexp over chunks ([`MultiexpKernel`]). G2, the prover's dispatch with CPU
+//! fallback, the lock protocol and preemption build on these.
 
 pub mod device;
 mod error;
