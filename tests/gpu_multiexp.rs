@@ -1,8 +1,8 @@
-//! The GPU G1 multiexp equals the CPU's (feature `gpu`; in CI on PoCL): random sizes, identity
+//! The GPU G1 and G2 multiexps equal the CPU's (feature `gpu`; in CI on PoCL): random sizes, identity
 //! bases, zero scalars, r - 1, and chunks whose boundaries do not divide n.
 #![cfg(feature = "gpu")]
 
-use blstrs::{G1Affine, G1Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
 use preemptible_groth16::gpu::{device, MultiexpKernel, Selection};
@@ -23,11 +23,13 @@ fn kernel() -> MultiexpKernel {
     MultiexpKernel::new(&dev).expect("build the multiexp program")
 }
 
-fn inputs(n: usize, seed: u64) -> (Vec<G1Affine>, Vec<Scalar>) {
+fn inputs<G>(n: usize, seed: u64) -> (Vec<G::AffineRepr>, Vec<Scalar>)
+where
+    G: Curve + Group<Scalar = Scalar>,
+    G::AffineRepr: Default + Copy + std::ops::Neg<Output = G::AffineRepr>,
+{
     let rng = &mut ChaCha20Rng::seed_from_u64(seed);
-    let mut bases: Vec<G1Affine> = (0..n)
-        .map(|_| G1Projective::random(&mut *rng).to_affine())
-        .collect();
+    let mut bases: Vec<G::AffineRepr> = (0..n).map(|_| G::random(&mut *rng).to_affine()).collect();
     let mut scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut *rng)).collect();
     for (i, s) in [Scalar::ZERO, Scalar::ONE, -Scalar::ONE]
         .into_iter()
@@ -38,7 +40,7 @@ fn inputs(n: usize, seed: u64) -> (Vec<G1Affine>, Vec<Scalar>) {
         }
     }
     for i in (3..n).step_by(5) {
-        bases[i] = G1Affine::default();
+        bases[i] = G::AffineRepr::default();
     }
     // A repeated base with the same scalar: equal points meet in one bucket (a doubling).
     if n > 12 {
@@ -55,9 +57,9 @@ fn inputs(n: usize, seed: u64) -> (Vec<G1Affine>, Vec<Scalar>) {
 fn gpu_g1_multiexp_equals_cpu() {
     let k = kernel();
     for (n, seed) in [(0, 1), (1, 2), (2, 3), (13, 4), (100, 5), (1031, 6)] {
-        let (bases, scalars) = inputs(n, seed);
+        let (bases, scalars) = inputs::<G1Projective>(n, seed);
         let reprs = scalar_reprs(&scalars);
-        let cpu = multiexp(&bases, &reprs).unwrap();
+        let cpu = multiexp::<G1Affine>(&bases, &reprs).unwrap();
         let gpu = k.multiexp_g1(&bases, &reprs).unwrap();
         assert_eq!(gpu, cpu, "n = {n}");
     }
@@ -66,7 +68,7 @@ fn gpu_g1_multiexp_equals_cpu() {
 #[test]
 fn gpu_chunks_sum_to_the_whole() {
     let k = kernel();
-    let (bases, scalars) = inputs(700, 9);
+    let (bases, scalars) = inputs::<G1Projective>(700, 9);
     let reprs = scalar_reprs(&scalars);
     let whole = multiexp(&bases, &reprs).unwrap();
     let mut sum = G1Projective::identity();
@@ -82,4 +84,16 @@ fn gpu_chunks_sum_to_the_whole() {
     }
     assert_eq!(sum, whole);
     assert!(k.multiexp_g1(&bases[..3], &reprs[..2]).is_err());
+}
+
+#[test]
+fn gpu_g2_multiexp_equals_cpu() {
+    let k = kernel();
+    for (n, seed) in [(0, 11), (1, 12), (13, 13), (150, 14)] {
+        let (bases, scalars) = inputs::<G2Projective>(n, seed);
+        let reprs = scalar_reprs(&scalars);
+        let cpu = multiexp::<G2Affine>(&bases, &reprs).unwrap();
+        let gpu = k.multiexp_g2(&bases, &reprs).unwrap();
+        assert_eq!(gpu, cpu, "n = {n}");
+    }
 }

@@ -16,4 +16,4 @@ pub mod source;
 pub use device::{Device, Selection};
 pub use error::GpuError;
 pub use fft::FftKernel;
-pub use multiexp::MultiexpKernel;
+pub use multiexp::{GpuCurve, MultiexpKernel};

@@ -1,4 +1,4 @@
-//! G1 multiexp on one OpenCL device, over any slice of terms, so that a scheduler can hand the
+//! G1 and G2 multiexp on one OpenCL device, over any slice of terms, so that a scheduler can hand the
 //! device chunks of a larger multiexp (the CPU's [`crate::multiexp::multiexp_chunk`] is the
 //! other worker).
 //!
@@ -11,13 +11,86 @@ use super::device::Device;
 use super::error::GpuError;
 use super::program::{build, BuiltProgram};
 use super::source;
-use crate::multiexp::ScalarRepr;
-use blstrs::{G1Affine, G1Projective};
+use crate::multiexp::{CurveAffine, ScalarRepr};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
+use group::prime::PrimeCurveAffine;
 use group::Group;
 use std::sync::Arc;
 
-/// Limbs of an `Fq` coordinate.
+/// Limbs of an `Fq` element.
 const FQ_LIMBS: usize = 12;
+
+/// A group the multiexp kernels handle: how its affine points cross to and from the device.
+pub trait GpuCurve: CurveAffine {
+    /// Prefix of the group's kernels (`G1`, `G2`).
+    const NAME: &'static str;
+    /// 32-bit limbs of one coordinate (12 in `Fq`, 24 in `Fq2`).
+    const COORD_LIMBS: usize;
+    /// Appends the canonical limbs of `x` then `y` (zeros for the identity).
+    fn push_coords(&self, out: &mut Vec<u32>);
+    /// The point from canonical limbs of `x` and `y` (all zero for the identity).
+    fn from_coords(limbs: &[u32]) -> Result<Self, GpuError>;
+}
+
+/// Writes `FQ_LIMBS` little-endian limbs as 48 big-endian bytes.
+fn fq_be(limbs: &[u32], out: &mut [u8]) {
+    for (i, limb) in limbs.iter().enumerate() {
+        let at = 48 - 4 * (i + 1);
+        out[at..at + 4].copy_from_slice(&limb.to_be_bytes());
+    }
+}
+
+fn not_on_curve() -> GpuError {
+    GpuError::Ocl("the device returned a point that is not on the curve".into())
+}
+
+impl GpuCurve for G1Affine {
+    const NAME: &'static str = "G1";
+    const COORD_LIMBS: usize = FQ_LIMBS;
+
+    fn push_coords(&self, out: &mut Vec<u32>) {
+        le_limbs(&self.x().to_bytes_le(), out);
+        le_limbs(&self.y().to_bytes_le(), out);
+    }
+
+    fn from_coords(limbs: &[u32]) -> Result<Self, GpuError> {
+        if limbs.iter().all(|l| *l == 0) {
+            return Ok(G1Affine::identity());
+        }
+        // The uncompressed encoding: x then y, 48 bytes big-endian each, no flags set.
+        let mut bytes = [0u8; 96];
+        fq_be(&limbs[..FQ_LIMBS], &mut bytes[..48]);
+        fq_be(&limbs[FQ_LIMBS..], &mut bytes[48..]);
+        Option::from(G1Affine::from_uncompressed_unchecked(&bytes)).ok_or_else(not_on_curve)
+    }
+}
+
+impl GpuCurve for G2Affine {
+    const NAME: &'static str = "G2";
+    const COORD_LIMBS: usize = 2 * FQ_LIMBS;
+
+    fn push_coords(&self, out: &mut Vec<u32>) {
+        let (x, y) = (self.x(), self.y());
+        le_limbs(&x.c0().to_bytes_le(), out);
+        le_limbs(&x.c1().to_bytes_le(), out);
+        le_limbs(&y.c0().to_bytes_le(), out);
+        le_limbs(&y.c1().to_bytes_le(), out);
+    }
+
+    fn from_coords(limbs: &[u32]) -> Result<Self, GpuError> {
+        if limbs.iter().all(|l| *l == 0) {
+            return Ok(G2Affine::identity());
+        }
+        // The uncompressed encoding: x.c1, x.c0, y.c1, y.c0, 48 bytes big-endian each.
+        let mut bytes = [0u8; 192];
+        let part = |i: usize| &limbs[i * FQ_LIMBS..(i + 1) * FQ_LIMBS];
+        fq_be(part(1), &mut bytes[..48]);
+        fq_be(part(0), &mut bytes[48..96]);
+        fq_be(part(3), &mut bytes[96..144]);
+        fq_be(part(2), &mut bytes[144..]);
+        Option::from(G2Affine::from_uncompressed_unchecked(&bytes)).ok_or_else(not_on_curve)
+    }
+}
 /// Window width of this first kernel: 128 buckets of 144 bytes per work-item.
 const WINDOW: usize = 8;
 /// Work-items to aim for; enough to fill a large GPU, few enough for the bucket memory.
@@ -66,6 +139,24 @@ impl MultiexpKernel {
         bases: &[G1Affine],
         scalars: &[ScalarRepr],
     ) -> Result<G1Projective, GpuError> {
+        self.multiexp(bases, scalars)
+    }
+
+    /// `sum_i scalars[i] * bases[i]` in G2.
+    pub fn multiexp_g2(
+        &self,
+        bases: &[G2Affine],
+        scalars: &[ScalarRepr],
+    ) -> Result<G2Projective, GpuError> {
+        self.multiexp(bases, scalars)
+    }
+
+    /// `sum_i scalars[i] * bases[i]` in the group of `G`.
+    pub fn multiexp<G: GpuCurve>(
+        &self,
+        bases: &[G],
+        scalars: &[ScalarRepr],
+    ) -> Result<G::Curve, GpuError> {
         let n = bases.len();
         if n != scalars.len() {
             return Err(GpuError::InvalidInput(format!(
@@ -74,17 +165,18 @@ impl MultiexpKernel {
             )));
         }
         if n == 0 {
-            return Ok(G1Projective::identity());
+            return Ok(G::Curve::identity());
         }
         if n > u32::MAX as usize / 8 {
             return Err(GpuError::InvalidInput(format!(
                 "{n} terms do not fit one launch"
             )));
         }
-        let mut base_limbs = Vec::with_capacity(n * 2 * FQ_LIMBS);
+        let affine_limbs = 2 * G::COORD_LIMBS;
+        let point_limbs = 3 * G::COORD_LIMBS;
+        let mut base_limbs = Vec::with_capacity(n * affine_limbs);
         for b in bases {
-            le_limbs(&b.x().to_bytes_le(), &mut base_limbs);
-            le_limbs(&b.y().to_bytes_le(), &mut base_limbs);
+            b.push_coords(&mut base_limbs);
         }
         let mut scalar_limbs = Vec::with_capacity(n * 8);
         for s in scalars {
@@ -96,7 +188,6 @@ impl MultiexpKernel {
         let windows = 256usize.div_ceil(WINDOW);
         let slices = TARGET_ITEMS.div_ceil(windows).min(n.div_ceil(64)).max(1);
         let items = windows * slices;
-        let point_limbs = 3 * FQ_LIMBS;
 
         let bases_buf = self.buffer(&base_limbs)?;
         drop(base_limbs);
@@ -104,13 +195,13 @@ impl MultiexpKernel {
         drop(scalar_limbs);
         let buckets = self.empty(items * (1 << (WINDOW - 1)) * point_limbs)?;
         let results = self.empty(items * point_limbs)?;
-        let affine = self.empty(items * 2 * FQ_LIMBS)?;
+        let affine = self.empty(items * affine_limbs)?;
 
         let q = self.program.queue.clone();
         let p = &self.program.program;
         let to_mont = ocl::Kernel::builder()
             .program(p)
-            .name("G1_bases_to_mont")
+            .name(format!("{}_bases_to_mont", G::NAME))
             .queue(q.clone())
             .global_work_size(n)
             .arg(&bases_buf)
@@ -119,7 +210,7 @@ impl MultiexpKernel {
         launch(&to_mont)?;
         let msm = ocl::Kernel::builder()
             .program(p)
-            .name("G1_multiexp")
+            .name(format!("{}_multiexp", G::NAME))
             .queue(q.clone())
             .global_work_size(items)
             .arg(&bases_buf)
@@ -134,7 +225,7 @@ impl MultiexpKernel {
         launch(&msm)?;
         let to_affine = ocl::Kernel::builder()
             .program(p)
-            .name("G1_results_to_affine")
+            .name(format!("{}_results_to_affine", G::NAME))
             .queue(q.clone())
             .global_work_size(items)
             .arg(&results)
@@ -142,52 +233,35 @@ impl MultiexpKernel {
             .arg(items as u32)
             .build()?;
         launch(&to_affine)?;
-        let mut out = vec![0u32; items * 2 * FQ_LIMBS];
+        let mut out = vec![0u32; items * affine_limbs];
         affine.read(&mut out).queue(&q).enq()?;
+        // Every device buffer is freed here, before the host's share of the work.
         drop((bases_buf, scalars_buf, buckets, results, affine));
 
         let points = out
-            .chunks_exact(2 * FQ_LIMBS)
-            .map(affine_from_limbs)
+            .chunks_exact(affine_limbs)
+            .map(G::from_coords)
             .collect::<Result<Vec<_>, _>>()?;
-        let mut acc = G1Projective::identity();
+        let mut acc = G::Curve::identity();
         for w in (0..windows).rev() {
             for _ in 0..WINDOW {
                 acc = acc.double();
             }
             for point in &points[w * slices..(w + 1) * slices] {
-                acc += point;
+                point.add_to(&mut acc);
             }
         }
         Ok(acc)
     }
 }
 
-/// A canonical affine point from the device (x = y = 0 for the identity).
-fn affine_from_limbs(limbs: &[u32]) -> Result<G1Affine, GpuError> {
-    if limbs.iter().all(|l| *l == 0) {
-        return Ok(G1Affine::default());
-    }
-    // The uncompressed encoding: x then y, each 48 bytes big-endian, no flags set.
-    let mut bytes = [0u8; 96];
-    for (coord, out) in limbs.chunks_exact(FQ_LIMBS).zip(bytes.chunks_exact_mut(48)) {
-        for (i, limb) in coord.iter().enumerate() {
-            let be = limb.to_be_bytes();
-            let at = 48 - 4 * (i + 1);
-            out[at..at + 4].copy_from_slice(&be);
-        }
-    }
-    Option::from(G1Affine::from_uncompressed_unchecked(&bytes))
-        .ok_or_else(|| GpuError::Ocl("the device returned a point that is not on the curve".into()))
-}
-
 /// Enqueues a kernel built by this module.
 #[allow(unsafe_code)]
 fn launch(kernel: &ocl::Kernel) -> Result<(), GpuError> {
     // SAFETY: the kernels of ec.cl and multiexp.cl bounds-check their work-item index against
-    // their count argument, and `multiexp_g1` sizes every buffer for those counts (2 * 12 limbs
-    // per base, 8 per scalar, 2^(c-1) Jacobian points of 36 limbs per work-item of buckets, one
-    // point per work-item of results) with the argument types of the kernels' signatures.
+    // their count argument, and `multiexp` sizes every buffer for those counts (two coordinates of
+    // 12 limbs per base in G1, 24 in G2; 8 limbs per scalar; 2^(c-1) Jacobian points per work-item
+    // of buckets; one point per work-item of results) with the argument types of the kernels' signatures.
     unsafe { kernel.enq()? };
     Ok(())
 }

@@ -12,6 +12,7 @@ const FIELD_TEST: &str = include_str!("cl/field_test.cl");
 const FFT: &str = include_str!("cl/fft.cl");
 const EC: &str = include_str!("cl/ec.cl");
 const MULTIEXP: &str = include_str!("cl/multiexp.cl");
+const FQ2: &str = include_str!("cl/fq2.cl");
 
 /// A prime field as the kernels need it: 32-bit limbs, least significant first.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -159,11 +160,16 @@ pub fn fft_source() -> String {
     s
 }
 
-/// The source of the G1 multiexp kernels (`G1_multiexp`, `G1_bases_to_mont`,
-/// `G1_results_to_affine`), points over `Fq`.
+/// The source of the multiexp kernels (`G1_multiexp`, `G1_bases_to_mont`,
+/// `G1_results_to_affine` and the same for `G2`): G1 over `Fq`, G2 over `Fq2`.
 pub fn multiexp_source() -> String {
     let mut s = String::from(PRELUDE);
     s.push_str(&fq().instantiate(&["#define POINT G1\n", EC, MULTIEXP, "\n#undef POINT\n"]));
+    s.push_str(FQ2);
+    s.push_str("\n#define FIELD Fq2\n#define POINT G2\n");
+    s.push_str(EC);
+    s.push_str(MULTIEXP);
+    s.push_str("\n#undef POINT\n#undef FIELD\n");
     s
 }
 

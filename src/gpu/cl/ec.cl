@@ -1,5 +1,6 @@
 // Points of a short Weierstrass curve y^2 = x^3 + b with a = 0, coordinates in FIELD
-// (instantiated as G1 over Fq). Projective points are Jacobian (X, Y, Z) for (X / Z^2, Y / Z^3),
+// (instantiated as G1 over Fq and G2 over Fq2); FIELD must provide zero, one, is_zero, eq, add,
+// sub, double, neg, mul, sqr, inverse, to_mont and from_mont. Projective points are Jacobian (X, Y, Z) for (X / Z^2, Y / Z^3),
 // the identity has Z = 0. Affine bases are (x, y) with the identity encoded as x = y = 0, as blst
 // does (no affine point of these curves has y = 0). Every function handles the identity in every
 // input position, and equal or opposite inputs: a multiexp meets all of these.
@@ -98,22 +99,6 @@ POINT PT(add_affine)(POINT p, CAT(POINT, _affine) q) {
 POINT PT(neg)(POINT p) {
     p.y = FN(neg)(p.y);
     return p;
-}
-
-// Inversion by Fermat's little theorem, a^(P - 2); used only to hand results back in affine
-// form, a few per multiexp.
-FIELD FN(inverse)(FIELD a) {
-    FIELD e;
-    for (int i = 0; i < FIELD_LIMBS; i++) e.v[i] = FN(P)[i];
-    e.v[0] -= 2;  // P is odd and above 2, so no borrow
-    FIELD r = FN(one)();
-    for (int i = FIELD_LIMBS - 1; i >= 0; i--) {
-        for (int k = 31; k >= 0; k--) {
-            r = FN(sqr)(r);
-            if ((e.v[i] >> k) & 1) r = FN(mul)(r, a);
-        }
-    }
-    return r;
 }
 
 // Bases arrive as canonical integers; this puts them in Montgomery form in place.
