@@ -96,10 +96,11 @@ const WINDOW: usize = 8;
 /// Work-items to aim for; enough to fill a large GPU, few enough for the bucket memory.
 const TARGET_ITEMS: usize = 1 << 13;
 
-/// The multiexp kernels, built for one device.
+/// The multiexp kernels for one device; each group's program is built at its first use (and then
+/// comes from the caches).
 #[derive(Debug)]
 pub struct MultiexpKernel {
-    program: Arc<BuiltProgram>,
+    device: Device,
 }
 
 fn le_limbs(bytes: &[u8], out: &mut Vec<u32>) {
@@ -111,26 +112,18 @@ fn le_limbs(bytes: &[u8], out: &mut Vec<u32>) {
 }
 
 impl MultiexpKernel {
-    /// Builds (or takes from the caches) the multiexp program for `device`.
+    /// The multiexp kernels for `device`, and builds (or takes from the caches) the G1 program,
+    /// so that a device that cannot build it fails here.
     pub fn new(device: &Device) -> Result<Self, GpuError> {
-        Ok(MultiexpKernel {
-            program: build(device, &source::multiexp_source(), "")?,
-        })
+        let kernel = MultiexpKernel {
+            device: device.clone(),
+        };
+        kernel.program("G1")?;
+        Ok(kernel)
     }
 
-    fn buffer(&self, data: &[u32]) -> Result<ocl::Buffer<u32>, GpuError> {
-        Ok(ocl::Buffer::<u32>::builder()
-            .queue(self.program.queue.clone())
-            .len(data.len().max(1))
-            .copy_host_slice(data)
-            .build()?)
-    }
-
-    fn empty(&self, len: usize) -> Result<ocl::Buffer<u32>, GpuError> {
-        Ok(ocl::Buffer::<u32>::builder()
-            .queue(self.program.queue.clone())
-            .len(len.max(1))
-            .build()?)
+    fn program(&self, group: &str) -> Result<Arc<BuiltProgram>, GpuError> {
+        build(&self.device, &source::multiexp_source(group), "")
     }
 
     /// `sum_i scalars[i] * bases[i]` in G1.
@@ -189,16 +182,17 @@ impl MultiexpKernel {
         let slices = TARGET_ITEMS.div_ceil(windows).min(n.div_ceil(64)).max(1);
         let items = windows * slices;
 
-        let bases_buf = self.buffer(&base_limbs)?;
+        let built = self.program(G::NAME)?;
+        let q = built.queue.clone();
+        let p = &built.program;
+        let bases_buf = buffer(&q, &base_limbs)?;
         drop(base_limbs);
-        let scalars_buf = self.buffer(&scalar_limbs)?;
+        let scalars_buf = buffer(&q, &scalar_limbs)?;
         drop(scalar_limbs);
-        let buckets = self.empty(items * (1 << (WINDOW - 1)) * point_limbs)?;
-        let results = self.empty(items * point_limbs)?;
-        let affine = self.empty(items * affine_limbs)?;
+        let buckets = empty(&q, items * (1 << (WINDOW - 1)) * point_limbs)?;
+        let results = empty(&q, items * point_limbs)?;
+        let affine = empty(&q, items * affine_limbs)?;
 
-        let q = self.program.queue.clone();
-        let p = &self.program.program;
         let to_mont = ocl::Kernel::builder()
             .program(p)
             .name(format!("{}_bases_to_mont", G::NAME))
@@ -253,6 +247,21 @@ impl MultiexpKernel {
         }
         Ok(acc)
     }
+}
+
+fn buffer(queue: &ocl::Queue, data: &[u32]) -> Result<ocl::Buffer<u32>, GpuError> {
+    Ok(ocl::Buffer::<u32>::builder()
+        .queue(queue.clone())
+        .len(data.len().max(1))
+        .copy_host_slice(data)
+        .build()?)
+}
+
+fn empty(queue: &ocl::Queue, len: usize) -> Result<ocl::Buffer<u32>, GpuError> {
+    Ok(ocl::Buffer::<u32>::builder()
+        .queue(queue.clone())
+        .len(len.max(1))
+        .build()?)
 }
 
 /// Enqueues a kernel built by this module.

@@ -16,6 +16,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+/// Stack of the thread that runs the OpenCL compiler.
+const BUILD_STACK: usize = 256 << 20;
+
 /// Environment variable naming the program cache directory.
 pub const CACHE_DIR_ENV: &str = "PREEMPTIBLE_GROTH16_CACHE_DIR";
 
@@ -142,15 +145,29 @@ fn build_uncached(
         }
     }
 
-    let program = ocl::Program::builder()
-        .src(source)
-        .devices(device.device)
-        .cmplr_opt(options)
-        .build(&context)
-        .map_err(|e| GpuError::BuildFailed {
-            device: device.name.clone(),
-            log: e.to_string(),
-        })?;
+    // Drivers compile on the calling thread and can need more stack than a caller's thread has
+    // (NVIDIA's compiler overflowed a 2 MiB test thread on the multiexp program), so the build
+    // runs on a thread of its own with a large stack.
+    let program = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("opencl-build".into())
+            .stack_size(BUILD_STACK)
+            .spawn_scoped(scope, || {
+                ocl::Program::builder()
+                    .src(source)
+                    .devices(device.device)
+                    .cmplr_opt(options)
+                    .build(&context)
+                    .map_err(|e| e.to_string())
+            })
+            .map_err(|e| format!("cannot start the build thread: {e}"))?
+            .join()
+            .map_err(|_| "the OpenCL compiler crashed its thread".to_string())?
+    })
+    .map_err(|log| GpuError::BuildFailed {
+        device: device.name.clone(),
+        log,
+    })?;
     log::info!(
         "gpu: program for {} compiled in {:.2?}",
         device.name,

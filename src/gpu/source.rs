@@ -160,16 +160,21 @@ pub fn fft_source() -> String {
     s
 }
 
-/// The source of the multiexp kernels (`G1_multiexp`, `G1_bases_to_mont`,
-/// `G1_results_to_affine` and the same for `G2`): G1 over `Fq`, G2 over `Fq2`.
-pub fn multiexp_source() -> String {
+/// The source of the multiexp kernels of one group (`G1_multiexp`, `G1_bases_to_mont`,
+/// `G1_results_to_affine`, or the same for `G2`): G1 over `Fq`, G2 over `Fq2`. The groups are
+/// separate programs, so that a caller of one does not wait for the other's compilation.
+pub fn multiexp_source(group: &str) -> String {
     let mut s = String::from(PRELUDE);
-    s.push_str(&fq().instantiate(&["#define POINT G1\n", EC, MULTIEXP, "\n#undef POINT\n"]));
-    s.push_str(FQ2);
-    s.push_str("\n#define FIELD Fq2\n#define POINT G2\n");
-    s.push_str(EC);
-    s.push_str(MULTIEXP);
-    s.push_str("\n#undef POINT\n#undef FIELD\n");
+    if group == "G2" {
+        s.push_str(&fq().instantiate(&[]));
+        s.push_str(FQ2);
+        s.push_str("\n#define FIELD Fq2\n#define POINT G2\n");
+        s.push_str(EC);
+        s.push_str(MULTIEXP);
+        s.push_str("\n#undef POINT\n#undef FIELD\n");
+    } else {
+        s.push_str(&fq().instantiate(&["#define POINT G1\n", EC, MULTIEXP, "\n#undef POINT\n"]));
+    }
     s
 }
 
