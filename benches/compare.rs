@@ -65,18 +65,25 @@ where
     println!("ours {name} 2^{k}: {best:.4} s");
 }
 
+/// The first device the environment selects (GPUs only, unless `PREEMPTIBLE_GROTH16_OPENCL_CPU=1`).
+#[cfg(feature = "gpu")]
+fn first_gpu() -> Option<preemptible_groth16::gpu::Device> {
+    use preemptible_groth16::gpu::{device, Selection};
+    let found = device::list(&Selection::from_env())
+        .ok()
+        .and_then(|d| d.into_iter().next());
+    if found.is_none() {
+        eprintln!("no OpenCL GPU");
+    }
+    found
+}
+
 /// Times the GPU FFT end to end (Montgomery conversion, upload, kernels, download) on the first
 /// OpenCL device, and checks it against the CPU once.
 #[cfg(feature = "gpu")]
 fn gpu_fft(k: u32, reps: usize) {
-    use preemptible_groth16::gpu::{device, FftKernel, Selection};
-    let Some(dev) = device::list(&Selection::from_env())
-        .ok()
-        .and_then(|d| d.into_iter().next())
-    else {
-        eprintln!("no OpenCL GPU");
-        return;
-    };
+    use preemptible_groth16::gpu::FftKernel;
+    let Some(dev) = first_gpu() else { return };
     let t = Instant::now();
     let kernel = FftKernel::new(&dev).expect("build");
     println!("ours gpu-fft build: {:.3} s", t.elapsed().as_secs_f64());
@@ -98,14 +105,8 @@ fn gpu_fft(k: u32, reps: usize) {
 /// Times the GPU G1 multiexp end to end on the first OpenCL device, checked against the CPU once.
 #[cfg(feature = "gpu")]
 fn gpu_msm(k: u32, reps: usize) {
-    use preemptible_groth16::gpu::{device, MultiexpKernel, Selection};
-    let Some(dev) = device::list(&Selection::from_env())
-        .ok()
-        .and_then(|d| d.into_iter().next())
-    else {
-        eprintln!("no OpenCL GPU");
-        return;
-    };
+    use preemptible_groth16::gpu::MultiexpKernel;
+    let Some(dev) = first_gpu() else { return };
     let t = Instant::now();
     let kernel = MultiexpKernel::new(&dev).expect("build");
     println!("ours gpu-msm build: {:.3} s", t.elapsed().as_secs_f64());

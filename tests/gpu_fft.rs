@@ -5,21 +5,14 @@
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use preemptible_groth16::domain::EvaluationDomain;
-use preemptible_groth16::gpu::{device, FftKernel, Selection};
+mod gpu_common;
+
+use preemptible_groth16::gpu::FftKernel;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
 fn kernel() -> FftKernel {
-    let selection = Selection {
-        include_cpu: true,
-        ..Selection::from_env()
-    };
-    let dev = device::list(&selection)
-        .expect("list OpenCL devices")
-        .into_iter()
-        .next()
-        .expect("no OpenCL device: run scripts/test.sh, which installs PoCL");
-    FftKernel::new(&dev).expect("build the FFT program")
+    FftKernel::new(&gpu_common::any_device()).expect("build the FFT program")
 }
 
 #[test]

@@ -4,23 +4,12 @@
 use blstrs::{G1Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
-use preemptible_groth16::gpu::{device, program, source, Selection};
+mod gpu_common;
+
+use gpu_common::any_device;
+use preemptible_groth16::gpu::{program, source};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-
-/// The first device, CPU devices (PoCL) admitted. The test command installs PoCL, so a missing
-/// device is a failure, not a skip.
-fn any_device() -> device::Device {
-    let selection = Selection {
-        include_cpu: true,
-        ..Selection::from_env()
-    };
-    let devices = device::list(&selection).expect("list OpenCL devices");
-    devices
-        .into_iter()
-        .next()
-        .expect("no OpenCL device: run scripts/test.sh, which installs PoCL")
-}
 
 fn limbs(bytes_le: &[u8]) -> Vec<u32> {
     bytes_le

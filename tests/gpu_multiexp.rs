@@ -5,22 +5,15 @@
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
-use preemptible_groth16::gpu::{device, MultiexpKernel, Selection};
+mod gpu_common;
+
+use preemptible_groth16::gpu::MultiexpKernel;
 use preemptible_groth16::multiexp::{multiexp, scalar_reprs};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
 fn kernel() -> MultiexpKernel {
-    let selection = Selection {
-        include_cpu: true,
-        ..Selection::from_env()
-    };
-    let dev = device::list(&selection)
-        .expect("list OpenCL devices")
-        .into_iter()
-        .next()
-        .expect("no OpenCL device: run scripts/test.sh, which installs PoCL");
-    MultiexpKernel::new(&dev).expect("build the multiexp program")
+    MultiexpKernel::new(&gpu_common::any_device()).expect("build the multiexp program")
 }
 
 fn inputs<G>(n: usize, seed: u64) -> (Vec<G::AffineRepr>, Vec<Scalar>)

@@ -2,21 +2,15 @@
 //! directory of the whole process elsewhere.
 #![cfg(feature = "gpu")]
 
-use preemptible_groth16::gpu::{device, program, source, Selection};
+mod gpu_common;
+
+use preemptible_groth16::gpu::{program, source};
 
 #[test]
 fn programs_come_from_the_disk_cache_the_second_time() {
     let dir = std::env::temp_dir().join(format!("pg16-cache-test-{}", std::process::id()));
     std::env::set_var(program::CACHE_DIR_ENV, &dir);
-    let selection = Selection {
-        include_cpu: true,
-        ..Selection::from_env()
-    };
-    let dev = device::list(&selection)
-        .expect("list OpenCL devices")
-        .into_iter()
-        .next()
-        .expect("no OpenCL device: run scripts/test.sh, which installs PoCL");
+    let dev = gpu_common::any_device();
     // A source no other test builds, so the in-memory cache cannot answer.
     let src = format!(
         "{}\n__kernel void cache_probe_{}(__global uint *x) {{ x[0] = 1; }}\n",
