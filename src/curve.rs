@@ -39,6 +39,12 @@ pub trait CurveAffine: PrimeCurveAffine<Scalar = Scalar> + sealed::Sealed {
     /// (batched inversions, see `src/batch_affine.rs`).
     fn window_sum_affine(bases: &[Self], scalars: &[ScalarRepr], w: usize, c: usize)
         -> Self::Curve;
+
+    /// The whole multiexp on the GPU, `None` to compute it on the CPU (no GPU, a small input, or a
+    /// GPU error, which is logged). Without the `gpu` feature, always `None`.
+    fn gpu_multiexp(_bases: &[Self], _scalars: &[ScalarRepr]) -> Option<Self::Curve> {
+        None
+    }
 }
 
 impl CurveAffine for G1Affine {
@@ -58,6 +64,11 @@ impl CurveAffine for G1Affine {
             |p| [p.x(), p.y(), p.z()],
             |x, y| G1Affine::from_raw_unchecked(x, y, false),
         );
+    }
+
+    #[cfg(feature = "gpu")]
+    fn gpu_multiexp(bases: &[Self], scalars: &[ScalarRepr]) -> Option<G1Projective> {
+        crate::gpu::backend::multiexp(bases, scalars)
     }
 
     fn window_sum_affine(
@@ -93,6 +104,11 @@ impl CurveAffine for G2Affine {
             |p| [p.x(), p.y(), p.z()],
             |x, y| G2Affine::from_raw_unchecked(x, y, false),
         );
+    }
+
+    #[cfg(feature = "gpu")]
+    fn gpu_multiexp(bases: &[Self], scalars: &[ScalarRepr]) -> Option<G2Projective> {
+        crate::gpu::backend::multiexp(bases, scalars)
     }
 
     fn window_sum_affine(

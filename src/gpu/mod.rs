@@ -6,6 +6,7 @@
 //! first G1 multiexp over chunks ([`MultiexpKernel`]). G2, the prover's dispatch with CPU
 //! fallback, the lock protocol and preemption build on these.
 
+pub mod backend;
 pub mod device;
 mod error;
 mod fft;

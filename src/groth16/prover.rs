@@ -213,7 +213,15 @@ fn check_len(what: &str, params: usize, circuit: usize) -> Result<(), SynthesisE
     }
 }
 
+/// One of the prover's multiexps: on the GPU when the `gpu` feature has a device, else (or when
+/// the GPU fails) on the CPU.
 fn msm<G: CurveAffine>(bases: &[G], scalars: &[ScalarRepr]) -> Result<G::Curve, SynthesisError> {
+    if bases.len() != scalars.len() {
+        return Err(mismatch("query", bases.len(), scalars.len()));
+    }
+    if let Some(result) = G::gpu_multiexp(bases, scalars) {
+        return Ok(result);
+    }
     multiexp(bases, scalars).map_err(|e: LengthMismatch| mismatch("query", e.bases, e.scalars))
 }
 
