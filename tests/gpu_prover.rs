@@ -32,7 +32,11 @@ fn gpu_proofs_verify_and_gpu_failures_fall_back_to_the_cpu() {
     let proof = create_random_proof(c, &params, rng).unwrap();
     assert!(verify_proof(&pvk, &proof, &[input]).unwrap());
     let after = stats();
-    assert_eq!(after.gpu_multiexps - before.gpu_multiexps, 5, "H, L, A, B in G1, B in G2");
+    assert_eq!(
+        after.gpu_multiexps - before.gpu_multiexps,
+        5,
+        "H, L, A, B in G1, B in G2"
+    );
     assert_eq!(after.cpu_fallbacks, before.cpu_fallbacks);
 
     inject_failures(true);
@@ -41,6 +45,10 @@ fn gpu_proofs_verify_and_gpu_failures_fall_back_to_the_cpu() {
     let proof = proof.unwrap();
     assert!(verify_proof(&pvk, &proof, &[input]).unwrap());
     let last = stats();
-    assert_eq!(last.cpu_fallbacks - after.cpu_fallbacks, 5, "every GPU failure fell back");
+    assert_eq!(
+        last.cpu_fallbacks - after.cpu_fallbacks,
+        5,
+        "every GPU failure fell back"
+    );
     assert_eq!(last.gpu_multiexps, after.gpu_multiexps);
 }

@@ -91,15 +91,19 @@ pub fn build(device: &Device, source: &str, options: &str) -> Result<Arc<BuiltPr
         &platform_version,
     ]);
     let memory_key = format!("{}/{key}", device.id);
-    let mut cache = memory_cache()
-        .lock()
-        .map_err(|_| GpuError::Ocl("program cache lock poisoned".into()))?;
-    if let Some(built) = cache.get(&memory_key) {
+    let lock = || {
+        memory_cache()
+            .lock()
+            .map_err(|_| GpuError::Ocl("program cache lock poisoned".into()))
+    };
+    if let Some(built) = lock()?.get(&memory_key) {
         return Ok(built.clone());
     }
+    // Built without holding the lock: a compile takes seconds, and other threads may want other
+    // programs meanwhile. Two threads racing for the same program both build it; the first to
+    // finish is kept.
     let built = Arc::new(build_uncached(device, source, options, &key)?);
-    cache.insert(memory_key, built.clone());
-    Ok(built)
+    Ok(lock()?.entry(memory_key).or_insert(built).clone())
 }
 
 fn build_uncached(
