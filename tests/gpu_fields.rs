@@ -58,58 +58,47 @@ fn run_ops(field: &str, limbs_per: usize, a: &[u32], b: &[u32]) -> Vec<u32> {
     result
 }
 
-#[test]
-fn fr_ops_equal_blstrs() {
-    let rng = &mut ChaCha20Rng::seed_from_u64(31);
-    let mut xs = vec![Scalar::ZERO, Scalar::ONE, -Scalar::ONE, -Scalar::ONE];
-    let mut ys = vec![Scalar::ONE, -Scalar::ONE, -Scalar::ONE, Scalar::ZERO];
-    xs.extend((0..60).map(|_| Scalar::random(&mut *rng)));
-    ys.extend((0..60).map(|_| Scalar::random(&mut *rng)));
-    let a: Vec<u32> = xs.iter().flat_map(|x| limbs(&x.to_bytes_le())).collect();
-    let b: Vec<u32> = ys.iter().flat_map(|y| limbs(&y.to_bytes_le())).collect();
-    let out = run_ops("Fr", 8, &a, &b);
+/// Runs the device's ops on `xs`, `ys` plus the edge pairs (0, 1), (1, -1), (-1, -1), (-1, 0),
+/// and compares every result with the host's arithmetic. `to_le` gives canonical bytes.
+fn check_field<F: Field>(
+    name: &str,
+    limbs_per: usize,
+    mut xs: Vec<F>,
+    mut ys: Vec<F>,
+    to_le: impl Fn(&F) -> Vec<u8>,
+) {
+    let (zero, one) = (F::ZERO, F::ONE);
+    xs.extend([zero, one, -one, -one]);
+    ys.extend([one, -one, -one, zero]);
+    let a: Vec<u32> = xs.iter().flat_map(|x| limbs(&to_le(x))).collect();
+    let b: Vec<u32> = ys.iter().flat_map(|y| limbs(&to_le(y))).collect();
+    let out = run_ops(name, limbs_per, &a, &b);
     for (i, (x, y)) in xs.iter().zip(&ys).enumerate() {
         let expected = [*x + y, *x - y, *x * y, x.square(), x.double(), -*x];
         for (k, e) in expected.iter().enumerate() {
-            let got = &out[(6 * i + k) * 8..(6 * i + k + 1) * 8];
-            assert_eq!(got, &limbs(&e.to_bytes_le())[..], "Fr op {k} on pair {i}");
+            let got = &out[(6 * i + k) * limbs_per..(6 * i + k + 1) * limbs_per];
+            assert_eq!(got, &limbs(&to_le(e))[..], "{name} op {k} on pair {i}");
         }
     }
 }
 
-fn zero_like<F: Field>(_: &F) -> F {
-    F::ZERO
+#[test]
+fn fr_ops_equal_blstrs() {
+    let rng = &mut ChaCha20Rng::seed_from_u64(31);
+    let xs = (0..60).map(|_| Scalar::random(&mut *rng)).collect();
+    let ys = (0..60).map(|_| Scalar::random(&mut *rng)).collect();
+    check_field("Fr", 8, xs, ys, |v: &Scalar| v.to_bytes_le().to_vec());
 }
 
 #[test]
 fn fq_ops_equal_blstrs() {
     // blstrs does not export its base field type; values come from point coordinates.
     let rng = &mut ChaCha20Rng::seed_from_u64(32);
-    let mut xs = Vec::new();
-    let mut ys = Vec::new();
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
     for _ in 0..60 {
         let p = G1Projective::random(&mut *rng).to_affine();
         xs.push(p.x());
         ys.push(p.y());
     }
-    let zero = zero_like(&xs[0]);
-    let one = {
-        fn one_like<F: Field>(_: &F) -> F {
-            F::ONE
-        }
-        one_like(&zero)
-    };
-    let minus_one = -one;
-    xs.extend([zero, one, minus_one, minus_one]);
-    ys.extend([one, minus_one, minus_one, zero]);
-    let a: Vec<u32> = xs.iter().flat_map(|x| limbs(&x.to_bytes_le())).collect();
-    let b: Vec<u32> = ys.iter().flat_map(|y| limbs(&y.to_bytes_le())).collect();
-    let out = run_ops("Fq", 12, &a, &b);
-    for (i, (x, y)) in xs.iter().zip(&ys).enumerate() {
-        let expected = [*x + y, *x - y, *x * y, x.square(), x.double(), -*x];
-        for (k, e) in expected.iter().enumerate() {
-            let got = &out[(6 * i + k) * 12..(6 * i + k + 1) * 12];
-            assert_eq!(got, &limbs(&e.to_bytes_le())[..], "Fq op {k} on pair {i}");
-        }
-    }
+    check_field("Fq", 12, xs, ys, |v| v.to_bytes_le().to_vec());
 }
