@@ -1,12 +1,15 @@
-//! Lists the OpenCL devices this crate would use and times building its kernels on each: once
+//! Lists the OpenCL devices this crate would use and times building its programs on each: once
 //! from source (or from the disk cache, if an earlier run left it there) and once more as a new
 //! process would, from the disk cache.
 //!
 //! ```text
-//! cargo run --release --features gpu --example gpu_info -- [--cpu]
+//! cargo run --release --features gpu --example gpu_info -- [--cpu] [--only fields,fft,g1,g2]
+//! cargo run --release --features gpu --example gpu_info -- --print-source g1
 //! ```
-//! `--cpu` admits OpenCL CPU devices (PoCL). `PREEMPTIBLE_GROTH16_GPUS` selects devices and
-//! `PREEMPTIBLE_GROTH16_CACHE_DIR` moves the program cache (see the crate's README).
+//! `--cpu` admits OpenCL CPU devices (PoCL); `--only` picks programs; `--print-source` prints a
+//! program's OpenCL source and exits. `PREEMPTIBLE_GROTH16_GPUS` selects devices,
+//! `PREEMPTIBLE_GROTH16_CACHE_DIR` moves the program cache and `PREEMPTIBLE_GROTH16_CL_OPTIONS`
+//! replaces the compiler options (see the crate's README).
 
 #[cfg(feature = "gpu")]
 fn main() {
@@ -14,8 +17,36 @@ fn main() {
     use std::time::Instant;
 
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let value_of = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    let programs: Vec<(&str, fn() -> String)> = vec![
+        ("fields", source::field_test_source),
+        ("fft", source::fft_source),
+        ("g1", || source::multiexp_source("G1")),
+        ("g2", || source::multiexp_source("G2")),
+    ];
+    if let Some(name) = value_of("--print-source") {
+        match programs.iter().find(|(n, _)| *n == name) {
+            Some((_, src)) => print!("{}", src()),
+            None => {
+                eprintln!("error: no program {name} (fields, fft, g1, g2)");
+                std::process::exit(2);
+            }
+        }
+        return;
+    }
+    let only = value_of("--only").unwrap_or_else(|| "fields,fft,g1,g2".into());
+    let chosen: Vec<_> = programs
+        .iter()
+        .filter(|(n, _)| only.split(',').any(|o| o == *n))
+        .collect();
+
     let mut selection = Selection::from_env();
-    selection.include_cpu |= std::env::args().any(|a| a == "--cpu");
+    selection.include_cpu |= args.iter().any(|a| a == "--cpu");
     let devices = match device::list(&selection) {
         Ok(d) => d,
         Err(e) => {
@@ -28,7 +59,6 @@ fn main() {
         return;
     }
     println!("program cache: {}", program::cache_dir().display());
-    let src = source::field_test_source();
     for d in &devices {
         println!(
             "{}  {}  ({}, driver {}, {} compute units, {:.1} GiB{})",
@@ -40,20 +70,24 @@ fn main() {
             d.memory as f64 / (1u64 << 30) as f64,
             if d.is_cpu { ", CPU" } else { "" }
         );
-        for round in ["first build", "as a new process"] {
-            program::clear_memory_cache();
-            let t = Instant::now();
-            match program::build(d, &src, "") {
-                Ok(p) => println!(
-                    "    {round}: {:.3} s ({})",
-                    t.elapsed().as_secs_f64(),
-                    if p.from_disk_cache {
-                        "disk cache"
-                    } else {
-                        "compiled"
-                    }
-                ),
-                Err(e) => println!("    {round}: failed: {e}"),
+        println!("    compiler options: {:?}", program::device_options(d));
+        for (name, src) in &chosen {
+            let src = src();
+            for round in ["first build", "as a new process"] {
+                program::clear_memory_cache();
+                let t = Instant::now();
+                match program::build(d, &src, "") {
+                    Ok(p) => println!(
+                        "    {name} program, {round}: {:.3} s ({})",
+                        t.elapsed().as_secs_f64(),
+                        if p.from_disk_cache {
+                            "disk cache"
+                        } else {
+                            "compiled"
+                        }
+                    ),
+                    Err(e) => println!("    {name} program, {round}: failed: {e}"),
+                }
             }
         }
     }

@@ -69,3 +69,40 @@ fn bad_sizes_are_errors_not_panics() {
     let mut empty: Vec<Scalar> = Vec::new();
     k.fft(&mut empty, Scalar::ONE).unwrap();
 }
+
+/// The prover's quotient on the CPU, step by step as `groth16::prover` does it.
+fn cpu_quotient(a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Vec<Scalar> {
+    let mut d: Vec<EvaluationDomain> = [a, b, c]
+        .iter()
+        .map(|v| {
+            let mut d = EvaluationDomain::from_coeffs(v.to_vec()).unwrap();
+            d.ifft();
+            d.coset_fft();
+            d
+        })
+        .collect();
+    let c = d.pop().unwrap();
+    let b = d.pop().unwrap();
+    let mut a = d.pop().unwrap();
+    a.mul_assign(&b);
+    a.sub_assign(&c);
+    a.divide_by_z_on_coset();
+    a.icoset_fft();
+    let mut h = a.into_coeffs();
+    h.truncate(h.len() - 1);
+    h
+}
+
+#[test]
+fn gpu_quotient_equals_cpu() {
+    let k = kernel();
+    let rng = &mut ChaCha20Rng::seed_from_u64(43);
+    // Lengths that are and are not powers of two, below and above one 256-value local group.
+    for len in [1usize, 2, 3, 37, 256, 257, 1000, 4096] {
+        let mut random =
+            |len: usize| -> Vec<Scalar> { (0..len).map(|_| Scalar::random(&mut *rng)).collect() };
+        let (a, b, c) = (random(len), random(len), random(len));
+        let h = k.quotient(&a, &b, &c).unwrap();
+        assert_eq!(h, cpu_quotient(&a, &b, &c), "quotient of {len} values");
+    }
+}

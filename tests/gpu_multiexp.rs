@@ -7,7 +7,7 @@ use ff::Field;
 use group::{Curve, Group};
 mod gpu_common;
 
-use preemptible_groth16::gpu::MultiexpKernel;
+use preemptible_groth16::gpu::{multiexp_split, MultiexpKernel};
 use preemptible_groth16::multiexp::{multiexp, scalar_reprs};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -89,4 +89,44 @@ fn gpu_g2_multiexp_equals_cpu() {
         let gpu = k.multiexp_g2(&bases, &reprs).unwrap();
         assert_eq!(gpu, cpu, "n = {n}");
     }
+}
+
+#[test]
+fn split_across_devices_equals_cpu_and_survives_a_failed_device() {
+    // Two kernels on one device stand for two devices: the split, the threads and the sum are
+    // the same code.
+    let (a, b) = (kernel(), kernel());
+    let (bases, scalars) = inputs::<G1Projective>(1001, 21);
+    let reprs = scalar_reprs(&scalars);
+    let whole = multiexp(&bases, &reprs).unwrap();
+
+    let (sum, parts) = multiexp_split(&[&a, &b], &bases, &reprs).unwrap();
+    assert_eq!(sum, whole);
+    assert_eq!(parts.len(), 2);
+    assert_eq!(parts[0].terms.start, 0);
+    assert_eq!(
+        parts[0].terms.end, parts[1].terms.start,
+        "parts are contiguous"
+    );
+    assert_eq!(parts[1].terms.end, 1001, "parts cover every term");
+    assert!(
+        parts[0].terms.len() > 400 && parts[1].terms.len() > 400,
+        "equal devices, equal parts"
+    );
+    assert!(parts.iter().all(|p| p.on_gpu));
+
+    b.inject_failures(true);
+    let (sum, parts) = multiexp_split(&[&a, &b], &bases, &reprs).unwrap();
+    assert_eq!(sum, whole, "the failed part was computed on the CPU");
+    assert_eq!(
+        parts.iter().map(|p| p.on_gpu).collect::<Vec<_>>(),
+        [true, false]
+    );
+
+    let (g2_bases, g2_scalars) = inputs::<G2Projective>(77, 22);
+    let g2_reprs = scalar_reprs(&g2_scalars);
+    let (sum, _) = multiexp_split(&[&a, &b], &g2_bases, &g2_reprs).unwrap();
+    assert_eq!(sum, multiexp(&g2_bases, &g2_reprs).unwrap());
+    assert!(multiexp_split::<G1Affine>(&[], &bases, &reprs).is_err());
+    assert!(multiexp_split(&[&a], &bases[..3], &reprs[..2]).is_err());
 }

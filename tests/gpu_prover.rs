@@ -8,7 +8,7 @@ mod circuits;
 
 use blstrs::Scalar;
 use circuits::Squares;
-use preemptible_groth16::gpu::backend::{inject_failures, stats, MIN_GPU_TERMS};
+use preemptible_groth16::gpu::backend::{inject_failures, stats, MIN_GPU_FFT, MIN_GPU_TERMS};
 use preemptible_groth16::gpu::device::CPU_ENV;
 use preemptible_groth16::groth16::{
     create_random_proof, generate_random_parameters, prepare_verifying_key, verify_proof,
@@ -21,9 +21,11 @@ fn gpu_proofs_verify_and_gpu_failures_fall_back_to_the_cpu() {
     // Admit PoCL before the backend picks its device (read once, at first use).
     std::env::set_var(CPU_ENV, "1");
     let rng = &mut ChaCha20Rng::seed_from_u64(51);
-    // 2^11 + 1 constraints: a domain of 2^12, so all five multiexps pass MIN_GPU_TERMS.
-    let c = Squares::log2(11);
+    // 2^11 + 3 constraints (squares, output, inputs): a domain of 2^12, so all five multiexps pass MIN_GPU_TERMS and the
+    // quotient MIN_GPU_FFT.
+    let c = Squares { n: 1 << 11 };
     assert!(c.n as usize >= MIN_GPU_TERMS);
+    assert!((c.n as usize + 2).next_power_of_two() >= MIN_GPU_FFT);
     let params = generate_random_parameters(c, rng).unwrap();
     let pvk = prepare_verifying_key(&params.vk);
     let input: Scalar = c.output();
@@ -38,6 +40,8 @@ fn gpu_proofs_verify_and_gpu_failures_fall_back_to_the_cpu() {
         "H, L, A, B in G1, B in G2"
     );
     assert_eq!(after.cpu_fallbacks, before.cpu_fallbacks);
+    assert_eq!(after.gpu_quotients - before.gpu_quotients, 1, "the FFTs");
+    assert_eq!(after.quotient_fallbacks, before.quotient_fallbacks);
 
     inject_failures(true);
     let proof = create_random_proof(c, &params, rng);
@@ -51,4 +55,6 @@ fn gpu_proofs_verify_and_gpu_failures_fall_back_to_the_cpu() {
         "every GPU failure fell back"
     );
     assert_eq!(last.gpu_multiexps, after.gpu_multiexps);
+    assert_eq!(last.quotient_fallbacks - after.quotient_fallbacks, 1);
+    assert_eq!(last.gpu_quotients, after.gpu_quotients);
 }

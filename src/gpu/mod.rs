@@ -17,4 +17,4 @@ pub mod source;
 pub use device::{Device, Selection};
 pub use error::GpuError;
 pub use fft::FftKernel;
-pub use multiexp::{GpuCurve, MultiexpKernel};
+pub use multiexp::{multiexp_split, GpuCurve, MultiexpKernel, SplitPart};

@@ -15,6 +15,7 @@ use crate::multiexp::{CurveAffine, ScalarRepr};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
 use group::prime::PrimeCurveAffine;
 use group::Group;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Limbs of an `Fq` element.
@@ -101,6 +102,8 @@ const TARGET_ITEMS: usize = 1 << 13;
 #[derive(Debug)]
 pub struct MultiexpKernel {
     device: Device,
+    /// Test hook: fail every multiexp as a lost device would.
+    fail: AtomicBool,
 }
 
 fn le_limbs(bytes: &[u8], out: &mut Vec<u32>) {
@@ -117,9 +120,22 @@ impl MultiexpKernel {
     pub fn new(device: &Device) -> Result<Self, GpuError> {
         let kernel = MultiexpKernel {
             device: device.clone(),
+            fail: AtomicBool::new(false),
         };
         kernel.program("G1")?;
         Ok(kernel)
+    }
+
+    /// The device these kernels run on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Makes every later multiexp on this kernel fail with a device error (or stop failing), to
+    /// test the callers' CPU fallback.
+    #[doc(hidden)]
+    pub fn inject_failures(&self, on: bool) {
+        self.fail.store(on, Ordering::Relaxed);
     }
 
     fn program(&self, group: &str) -> Result<Arc<BuiltProgram>, GpuError> {
@@ -155,6 +171,12 @@ impl MultiexpKernel {
             return Err(GpuError::InvalidInput(format!(
                 "{n} bases but {} scalars",
                 scalars.len()
+            )));
+        }
+        if self.fail.load(Ordering::Relaxed) {
+            return Err(GpuError::Ocl(format!(
+                "injected failure on {}",
+                self.device.name
             )));
         }
         if n == 0 {
@@ -247,6 +269,102 @@ impl MultiexpKernel {
         }
         Ok(acc)
     }
+}
+
+/// Where one part of a split multiexp ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SplitPart {
+    /// The stable id of the device the part was given to.
+    pub device: String,
+    /// Its terms: `start..end` of the whole.
+    pub terms: std::ops::Range<usize>,
+    /// Whether the device computed it; `false` means it failed (logged) and the CPU did.
+    pub on_gpu: bool,
+}
+
+/// `sum_i scalars[i] * bases[i]` split across `kernels` (one device each), in contiguous parts
+/// proportional to the devices' compute units, run side by side. A part whose device fails is
+/// computed on the CPU ([`crate::multiexp::multiexp_chunk`]) and reported as such.
+pub fn multiexp_split<G: GpuCurve>(
+    kernels: &[&MultiexpKernel],
+    bases: &[G],
+    scalars: &[ScalarRepr],
+) -> Result<(G::Curve, Vec<SplitPart>), GpuError> {
+    let n = bases.len();
+    if n != scalars.len() {
+        return Err(GpuError::InvalidInput(format!(
+            "{n} bases but {} scalars",
+            scalars.len()
+        )));
+    }
+    if kernels.is_empty() {
+        return Err(GpuError::NoDevice(": no kernels to split over".into()));
+    }
+    let weights: Vec<u64> = kernels
+        .iter()
+        .map(|k| k.device.compute_units.max(1) as u64)
+        .collect();
+    let total: u64 = weights.iter().sum();
+    let mut bounds = vec![0usize];
+    let mut acc = 0u64;
+    for w in &weights {
+        acc += w;
+        bounds.push((n as u128 * acc as u128 / total as u128) as usize);
+    }
+    let results: Vec<(G::Curve, SplitPart)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = kernels
+            .iter()
+            .zip(bounds.windows(2))
+            .map(|(kernel, w)| {
+                let range = w[0]..w[1];
+                scope.spawn(move || {
+                    let on_device = kernel.multiexp(&bases[range.clone()], &scalars[range.clone()]);
+                    let (sum, on_gpu) = match on_device {
+                        Ok(sum) => (sum, true),
+                        Err(e) => {
+                            log::warn!(
+                                "gpu: {} multiexp part {range:?} failed on {} ({e}); computing it \
+                                 on the CPU",
+                                G::NAME,
+                                kernel.device.name
+                            );
+                            let sum =
+                                crate::multiexp::multiexp_chunk(bases, scalars, range.clone())
+                                    .map_err(|e| {
+                                        GpuError::InvalidInput(format!(
+                                            "{} bases but {} scalars",
+                                            e.bases, e.scalars
+                                        ))
+                                    })?;
+                            (sum, false)
+                        }
+                    };
+                    Ok((
+                        sum,
+                        SplitPart {
+                            device: kernel.device.id.clone(),
+                            terms: range,
+                            on_gpu,
+                        },
+                    ))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .map_err(|_| GpuError::Ocl("a multiexp thread panicked".into()))?
+            })
+            .collect::<Result<_, GpuError>>()
+    })?;
+    let mut sum = G::Curve::identity();
+    let mut parts = Vec::with_capacity(results.len());
+    for (s, part) in results {
+        sum += s;
+        parts.push(part);
+    }
+    Ok((sum, parts))
 }
 
 fn buffer(queue: &ocl::Queue, data: &[u32]) -> Result<ocl::Buffer<u32>, GpuError> {

@@ -22,6 +22,25 @@ const BUILD_STACK: usize = 256 << 20;
 /// Environment variable naming the program cache directory.
 pub const CACHE_DIR_ENV: &str = "PREEMPTIBLE_GROTH16_CACHE_DIR";
 
+/// Environment variable that replaces the per-device compiler options of [`device_options`]
+/// (for measuring variants; the value is passed to the OpenCL compiler as it is).
+pub const OPTIONS_ENV: &str = "PREEMPTIBLE_GROTH16_CL_OPTIONS";
+
+/// The compiler options a device's programs are built with: on NVIDIA the inline-PTX
+/// multiplication, with point functions kept out of line (and Fq2's multiplication, which G2
+/// inlines three Fq products into), which keeps the driver's first compile within seconds. Other
+/// devices get the portable sources as they are.
+pub fn device_options(device: &Device) -> String {
+    if let Ok(options) = std::env::var(OPTIONS_ENV) {
+        return options;
+    }
+    if device.is_nvidia() {
+        "-D NVIDIA_PTX -D NOINLINE_POINTS -D NOINLINE_FQ2".into()
+    } else {
+        String::new()
+    }
+}
+
 /// A program built for one device, with the context and queue to run it.
 #[derive(Debug)]
 pub struct BuiltProgram {
@@ -79,8 +98,11 @@ pub fn clear_memory_cache() {
     }
 }
 
-/// Builds `source` for `device` with compiler `options`, or returns the cached build.
+/// Builds `source` for `device` with compiler `options` (after the [`device_options`]), or
+/// returns the cached build.
 pub fn build(device: &Device, source: &str, options: &str) -> Result<Arc<BuiltProgram>, GpuError> {
+    let options = format!("{} {options}", device_options(device));
+    let options = options.trim();
     let platform_version = device.platform.version().unwrap_or_default();
     let key = key_of(&[
         source,

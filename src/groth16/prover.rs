@@ -179,7 +179,12 @@ fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<ProvingAssignment, Synth
 }
 
 /// Coefficients of `H = (A B - C) / Z`, the `n - 1` of them that can be non-zero.
+/// On the GPU when the `gpu` feature has a device, else (or when the GPU fails) on the CPU.
 fn quotient(a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> Result<Vec<Scalar>, SynthesisError> {
+    #[cfg(feature = "gpu")]
+    if let Some(h) = crate::gpu::backend::quotient(&a, &b, &c) {
+        return Ok(h);
+    }
     let mut a = EvaluationDomain::from_coeffs(a)?;
     let mut b = EvaluationDomain::from_coeffs(b)?;
     let mut c = EvaluationDomain::from_coeffs(c)?;

@@ -28,7 +28,7 @@ bool PT(affine_is_identity)(CAT(POINT, _affine) p) {
     return FN(is_zero)(p.x) && FN(is_zero)(p.y);
 }
 
-POINT PT(double)(POINT p) {
+POINT_FN POINT PT(double)(POINT p) {
     if (PT(is_identity)(p)) return p;
     FIELD a = FN(sqr)(p.x);
     FIELD b = FN(sqr)(p.y);
@@ -44,7 +44,7 @@ POINT PT(double)(POINT p) {
     return r;
 }
 
-POINT PT(add)(POINT p, POINT q) {
+POINT_FN POINT PT(add)(POINT p, POINT q) {
     if (PT(is_identity)(p)) return q;
     if (PT(is_identity)(q)) return p;
     FIELD z1z1 = FN(sqr)(p.z);
@@ -68,7 +68,7 @@ POINT PT(add)(POINT p, POINT q) {
     return o;
 }
 
-POINT PT(add_affine)(POINT p, CAT(POINT, _affine) q) {
+POINT_FN POINT PT(add_affine)(POINT p, CAT(POINT, _affine) q) {
     if (PT(affine_is_identity)(q)) return p;
     if (PT(is_identity)(p)) {
         POINT r;

@@ -48,7 +48,7 @@ Fq2 Fq2_neg(Fq2 a) {
 }
 
 // Karatsuba: (a0 + a1 u)(b0 + b1 u) = a0 b0 - a1 b1 + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u
-Fq2 Fq2_mul(Fq2 a, Fq2 b) {
+FQ2_FN Fq2 Fq2_mul(Fq2 a, Fq2 b) {
     Fq t0 = Fq_mul(a.c0, b.c0);
     Fq t1 = Fq_mul(a.c1, b.c1);
     Fq2 r;
@@ -58,7 +58,7 @@ Fq2 Fq2_mul(Fq2 a, Fq2 b) {
 }
 
 // (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u
-Fq2 Fq2_sqr(Fq2 a) {
+FQ2_FN Fq2 Fq2_sqr(Fq2 a) {
     Fq2 r;
     r.c1 = Fq_double(Fq_mul(a.c0, a.c1));
     r.c0 = Fq_mul(Fq_add(a.c0, a.c1), Fq_sub(a.c0, a.c1));
