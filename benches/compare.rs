@@ -9,7 +9,9 @@
 //! cargo bench --features gpu --bench compare -- gpu-fft K REPS   # the same on the first GPU,
 //!                                                 # host conversion and transfers included
 //! cargo bench --features gpu --bench compare -- gpu-msm K REPS   # G1 multiexp on the first GPU
+//! cargo bench --features gpu --bench compare -- gpu-msm-g2 K REPS   # G2 multiexp on the first GPU
 //! ```
+//! With the `gpu` feature, `prove` uses the GPU path of the prover (the selected devices).
 //! Each prints one line `ours <what> 2^K: <seconds> s`.
 
 #[path = "../tests/circuits/mod.rs"]
@@ -18,7 +20,7 @@ mod circuits;
 use blstrs::{G1Projective, G2Projective, Scalar};
 use circuits::Squares;
 use ff::Field;
-use group::{Curve, Group};
+use group::Curve;
 use preemptible_groth16::domain::EvaluationDomain;
 use preemptible_groth16::groth16::{
     create_random_proof, generate_random_parameters, prepare_verifying_key, verify_proof,
@@ -37,17 +39,34 @@ fn best_of<F: FnMut()>(reps: usize, mut f: F) -> f64 {
         .fold(f64::MAX, f64::min)
 }
 
-fn bases<G: Group<Scalar = Scalar>>(n: usize) -> Vec<G> {
-    // Consecutive multiples of a random point, as the peer builds them.
+/// `n` affine bases: consecutive multiples of a random point, as the peer builds them, made in
+/// parallel runs and normalized in batches (one inversion per run).
+fn bases<G>(n: usize) -> Vec<G::AffineRepr>
+where
+    G: Curve<Scalar = Scalar>,
+    G::AffineRepr: Copy + Send,
+{
     let g = G::generator();
-    let mut p = g * Scalar::random(thread_rng());
-    (0..n)
-        .map(|_| {
-            let q = p;
-            p += g;
-            q
-        })
-        .collect()
+    let start = Scalar::random(thread_rng());
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let run = n.div_ceil(threads).max(1);
+    let mut out = vec![G::identity().to_affine(); n];
+    std::thread::scope(|scope| {
+        for (i, part) in out.chunks_mut(run).enumerate() {
+            scope.spawn(move || {
+                let mut p = g * (start + Scalar::from((i * run) as u64));
+                let projective: Vec<G> = (0..part.len())
+                    .map(|_| {
+                        let q = p;
+                        p += g;
+                        q
+                    })
+                    .collect();
+                G::batch_normalize(&projective, part);
+            });
+        }
+    });
+    out
 }
 
 /// Times a multiexp of `2^k` random terms in the group `G`.
@@ -57,7 +76,7 @@ where
     G::AffineRepr: preemptible_groth16::multiexp::CurveAffine,
 {
     let n = 1usize << k;
-    let b: Vec<G::AffineRepr> = bases::<G>(n).iter().map(|p| p.to_affine()).collect();
+    let b = bases::<G>(n);
     let s: Vec<Scalar> = (0..n).map(|_| Scalar::random(thread_rng())).collect();
     let best = best_of(reps, || {
         std::hint::black_box(multiexp(&b, &scalar_reprs(&s)).expect("msm"));
@@ -78,8 +97,8 @@ fn first_gpu() -> Option<preemptible_groth16::gpu::Device> {
     found
 }
 
-/// Times the GPU FFT end to end (Montgomery conversion, upload, kernels, download) on the first
-/// OpenCL device, and checks it against the CPU once.
+/// Times the GPU FFT end to end (Montgomery conversion, upload, kernels, download) and on the
+/// device alone, on the first OpenCL device; checks it against the CPU once.
 #[cfg(feature = "gpu")]
 fn gpu_fft(k: u32, reps: usize) {
     use preemptible_groth16::gpu::FftKernel;
@@ -99,37 +118,39 @@ fn gpu_fft(k: u32, reps: usize) {
         let mut v = coeffs.clone();
         kernel.fft(&mut v, omega).expect("gpu fft");
     });
+    let on_device = kernel.time_on_device(k, reps).expect("gpu fft");
+    println!("ours gpu-fft-device 2^{k}: {on_device:.5} s ({})", dev.name);
     println!("ours gpu-fft 2^{k}: {best:.4} s ({})", dev.name);
 }
 
-/// Times the GPU G1 multiexp end to end on the first OpenCL device, checked against the CPU once.
+/// Times a multiexp end to end on the first OpenCL device; checked against the CPU once (up to
+/// 2^`check_up_to` terms: the CPU takes long beyond).
 #[cfg(feature = "gpu")]
-fn gpu_msm(k: u32, reps: usize) {
+fn gpu_msm<G>(name: &str, k: u32, reps: usize, check_up_to: u32)
+where
+    G: Curve<Scalar = Scalar>,
+    G::AffineRepr: preemptible_groth16::gpu::GpuCurve<Curve = G>,
+{
     use preemptible_groth16::gpu::MultiexpKernel;
     let Some(dev) = first_gpu() else { return };
     let t = Instant::now();
     let kernel = MultiexpKernel::new(&dev).expect("build");
-    println!("ours gpu-msm build: {:.3} s", t.elapsed().as_secs_f64());
+    println!("ours {name} build: {:.3} s", t.elapsed().as_secs_f64());
     let n = 1usize << k;
-    let b: Vec<_> = bases::<G1Projective>(n)
-        .iter()
-        .map(|p| p.to_affine())
-        .collect();
+    let b = bases::<G>(n);
     let s = scalar_reprs(
         &(0..n)
             .map(|_| Scalar::random(thread_rng()))
             .collect::<Vec<_>>(),
     );
-    let cpu = multiexp(&b, &s).expect("cpu");
-    assert_eq!(
-        kernel.multiexp_g1(&b, &s).expect("gpu"),
-        cpu,
-        "GPU differs from CPU"
-    );
+    let gpu = kernel.multiexp(&b, &s).expect("gpu");
+    if k <= check_up_to {
+        assert_eq!(gpu, multiexp(&b, &s).expect("cpu"), "GPU differs from CPU");
+    }
     let best = best_of(reps, || {
-        std::hint::black_box(kernel.multiexp_g1(&b, &s).expect("gpu"));
+        std::hint::black_box(kernel.multiexp(&b, &s).expect("gpu"));
     });
-    println!("ours gpu-msm 2^{k}: {best:.4} s ({})", dev.name);
+    println!("ours {name} 2^{k}: {best:.4} s ({})", dev.name);
 }
 
 fn main() {
@@ -174,7 +195,9 @@ fn main() {
         #[cfg(feature = "gpu")]
         "gpu-fft" => gpu_fft(k, reps),
         #[cfg(feature = "gpu")]
-        "gpu-msm" => gpu_msm(k, reps),
+        "gpu-msm" => gpu_msm::<G1Projective>("gpu-msm", k, reps, 24),
+        #[cfg(feature = "gpu")]
+        "gpu-msm-g2" => gpu_msm::<G2Projective>("gpu-msm-g2", k, reps, 20),
         _ => eprintln!("{usage}"),
     }
 }

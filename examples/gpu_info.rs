@@ -23,7 +23,8 @@ fn main() {
             .position(|a| a == flag)
             .and_then(|i| args.get(i + 1).cloned())
     };
-    let programs: Vec<(&str, fn() -> String)> = vec![
+    type SourceOf = fn() -> String;
+    let programs: [(&str, SourceOf); 4] = [
         ("fields", source::field_test_source),
         ("fft", source::fft_source),
         ("g1", || source::multiexp_source("G1")),

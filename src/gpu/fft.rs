@@ -235,6 +235,26 @@ impl FftKernel {
         Ok(out)
     }
 
+    /// Best time in seconds of `reps` forward transforms of `2^log_n` values already on the device
+    /// (the kernels and the twiddle tables, no transfers): the benchmark of the kernels alone.
+    #[doc(hidden)]
+    pub fn time_on_device(&self, log_n: u32, reps: usize) -> Result<f64, GpuError> {
+        let n = 1usize << log_n;
+        let (omega, _, _) = domain_constants(log_n)?;
+        let values: Vec<Scalar> = (0..n as u64).map(Scalar::from).collect();
+        let data = self.upload(&values, n)?;
+        drop(values);
+        let mut best = f64::MAX;
+        for _ in 0..reps.max(1) {
+            self.program.queue.finish()?;
+            let t = std::time::Instant::now();
+            self.transform(&data, log_n, omega)?;
+            self.program.queue.finish()?;
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        Ok(best)
+    }
+
     /// `values` in Montgomery form on the device, zero-padded to `len` values.
     fn upload(&self, values: &[Scalar], len: usize) -> Result<DeviceValues, GpuError> {
         self.buffer(&to_device(values, len))

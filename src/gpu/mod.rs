@@ -1,10 +1,11 @@
 //! OpenCL backend (feature `gpu`).
 //!
-//! So far: device discovery and selection ([`device`]), program building with in-memory and
-//! on-disk caches ([`program`]), Montgomery field arithmetic for `Fr` and `Fq` as OpenCL sources
-//! ([`source`], `src/gpu/cl/`), tested against blstrs, a first radix-2 FFT ([`FftKernel`]) and a
-//! first G1 multiexp over chunks ([`MultiexpKernel`]). G2, the prover's dispatch with CPU
-//! fallback, the lock protocol and preemption build on these.
+//! Device discovery and selection ([`device`]), program building with in-memory and on-disk caches
+//! ([`program`]), Montgomery arithmetic for `Fr`, `Fq` and `Fq2` as OpenCL sources ([`source`],
+//! `src/gpu/cl/`, with an inline-PTX multiplication on NVIDIA), the FFT and the prover's quotient
+//! ([`FftKernel`]), G1 and G2 multiexps over chunks and across devices ([`MultiexpKernel`],
+//! [`multiexp_split`]), and the prover's dispatch with CPU fallback ([`backend`]). The lock
+//! protocol and preemption build on these.
 
 pub mod backend;
 pub mod device;
