@@ -19,12 +19,14 @@ FFT_SIZES=${FFT_SIZES:-"16 18 20"}
 REPS=${REPS:-3}
 
 # OURS_BIN and PEER_BIN skip the builds (for a machine without cargo, such as the GPU host).
-if [ -n "${OURS_BIN:-}" ]; then
-    ours=$OURS_BIN
-else
-    cargo build --release --bench compare >&2
-    ours=$(ls -t target/release/deps/compare-* | grep -v '\.d$' | head -n 1)
-fi
+# The executable cargo builds for these arguments (its file name has a hash that depends on the
+# features, so "the newest file" can be the wrong build).
+exe_of() {
+    cargo build --release "$@" --message-format=json \
+        | python3 -c 'import json, sys; [print(m["executable"]) for m in map(json.loads, sys.stdin) if m.get("executable")]' \
+        | tail -n 1
+}
+ours=${OURS_BIN:-$(exe_of --bench compare)}
 if [ -n "${PEER_BIN:-}" ]; then
     peer=$PEER_BIN
 else

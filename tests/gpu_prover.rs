@@ -8,7 +8,9 @@ mod circuits;
 
 use blstrs::Scalar;
 use circuits::Squares;
-use preemptible_groth16::gpu::backend::{inject_failures, stats, MIN_GPU_FFT, MIN_GPU_TERMS};
+use preemptible_groth16::gpu::backend::{
+    inject_failures, multiexp_devices, stats, MIN_GPU_FFT, MIN_GPU_TERMS,
+};
 use preemptible_groth16::gpu::device::CPU_ENV;
 use preemptible_groth16::groth16::{
     create_random_proof, generate_random_parameters, prepare_verifying_key, verify_proof,
@@ -30,13 +32,16 @@ fn gpu_proofs_verify_and_gpu_failures_fall_back_to_the_cpu() {
     let pvk = prepare_verifying_key(&params.vk);
     let input: Scalar = c.output();
 
+    // Each multiexp is split across every selected device: one part per device.
+    let devices = multiexp_devices() as u64;
+    assert!(devices >= 1, "no usable OpenCL device");
     let before = stats();
     let proof = create_random_proof(c, &params, rng).unwrap();
     assert!(verify_proof(&pvk, &proof, &[input]).unwrap());
     let after = stats();
     assert_eq!(
         after.gpu_multiexps - before.gpu_multiexps,
-        5,
+        5 * devices,
         "H, L, A, B in G1, B in G2"
     );
     assert_eq!(after.cpu_fallbacks, before.cpu_fallbacks);
@@ -51,7 +56,7 @@ fn gpu_proofs_verify_and_gpu_failures_fall_back_to_the_cpu() {
     let last = stats();
     assert_eq!(
         last.cpu_fallbacks - after.cpu_fallbacks,
-        5,
+        5 * devices,
         "every GPU failure fell back"
     );
     assert_eq!(last.gpu_multiexps, after.gpu_multiexps);

@@ -8,6 +8,7 @@
 //! and logs, until the prover's report (the preemption issue) carries them.
 
 use super::device::{self, Selection};
+use super::error::GpuError;
 use super::fft::FftKernel;
 use super::multiexp::{multiexp_split, GpuCurve, MultiexpKernel};
 use crate::multiexp::ScalarRepr;
@@ -67,6 +68,12 @@ pub fn inject_failures(on: bool) {
     }
 }
 
+/// The number of devices multiexps are split across (0 without a usable GPU); the first call
+/// builds the kernels.
+pub fn multiexp_devices() -> usize {
+    gpus().multiexp.len()
+}
+
 fn gpus() -> &'static Gpus {
     GPUS.get_or_init(|| {
         let devices = match device::list(&Selection::from_env()) {
@@ -76,29 +83,47 @@ fn gpus() -> &'static Gpus {
                 Vec::new()
             }
         };
-        let mut multiexp = Vec::new();
-        for dev in &devices {
-            match MultiexpKernel::new(dev) {
-                Ok(k) => {
-                    log::info!("gpu: multiexps on {} ({})", dev.name, dev.id);
-                    k.inject_failures(INJECT_FAILURES.load(Ordering::Relaxed));
-                    multiexp.push(k);
+        // The programs compile side by side: the first proof waits for the slowest, not the sum.
+        std::thread::scope(|scope| {
+            let fft = devices
+                .first()
+                .map(|dev| scope.spawn(move || FftKernel::new(dev)));
+            let multiexp: Vec<_> = devices
+                .iter()
+                .map(|dev| scope.spawn(move || MultiexpKernel::new(dev)))
+                .collect();
+            let mut gpus = Gpus {
+                multiexp: Vec::new(),
+                fft: None,
+            };
+            for (dev, handle) in devices.iter().zip(multiexp) {
+                match join(handle) {
+                    Ok(k) => {
+                        log::info!("gpu: multiexps on {} ({})", dev.name, dev.id);
+                        k.inject_failures(INJECT_FAILURES.load(Ordering::Relaxed));
+                        gpus.multiexp.push(k);
+                    }
+                    Err(e) => log::warn!("gpu: {} unusable for multiexps ({e})", dev.name),
                 }
-                Err(e) => log::warn!("gpu: {} unusable for multiexps ({e})", dev.name),
             }
-        }
-        let fft = devices.first().and_then(|dev| match FftKernel::new(dev) {
-            Ok(k) => {
-                log::info!("gpu: FFTs on {} ({})", dev.name, dev.id);
-                Some(k)
+            if let (Some(dev), Some(handle)) = (devices.first(), fft) {
+                match join(handle) {
+                    Ok(k) => {
+                        log::info!("gpu: FFTs on {} ({})", dev.name, dev.id);
+                        gpus.fft = Some(k);
+                    }
+                    Err(e) => log::warn!("gpu: {} unusable for FFTs ({e})", dev.name),
+                }
             }
-            Err(e) => {
-                log::warn!("gpu: {} unusable for FFTs ({e})", dev.name);
-                None
-            }
-        });
-        Gpus { multiexp, fft }
+            gpus
+        })
     })
+}
+
+fn join<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T, GpuError>>) -> Result<T, GpuError> {
+    handle
+        .join()
+        .map_err(|_| GpuError::Ocl("a kernel build thread panicked".into()))?
 }
 
 /// The multiexp on the GPUs, or `None` when there is no GPU or the input is small (the caller
@@ -141,7 +166,7 @@ pub(crate) fn quotient(a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Option<Vec<S
     }
     let kernel = gpus().fft.as_ref()?;
     let result = if INJECT_FAILURES.load(Ordering::Relaxed) {
-        Err(super::GpuError::Ocl("injected failure".into()))
+        Err(GpuError::Ocl("injected failure".into()))
     } else {
         kernel.quotient(a, b, c)
     };

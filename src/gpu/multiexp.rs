@@ -115,14 +115,20 @@ fn le_limbs(bytes: &[u8], out: &mut Vec<u32>) {
 }
 
 impl MultiexpKernel {
-    /// The multiexp kernels for `device`, and builds (or takes from the caches) the G1 program,
-    /// so that a device that cannot build it fails here.
+    /// The multiexp kernels for `device`: builds (or takes from the caches) the G1 and G2
+    /// programs, side by side, so that a device that cannot build them fails here and the first
+    /// multiexp does not wait for a compiler.
     pub fn new(device: &Device) -> Result<Self, GpuError> {
         let kernel = MultiexpKernel {
             device: device.clone(),
             fail: AtomicBool::new(false),
         };
-        kernel.program("G1")?;
+        std::thread::scope(|scope| {
+            let g2 = scope.spawn(|| kernel.program("G2"));
+            kernel.program("G1")?;
+            g2.join()
+                .map_err(|_| GpuError::Ocl("the G2 build thread panicked".into()))?
+        })?;
         Ok(kernel)
     }
 

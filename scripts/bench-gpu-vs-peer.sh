@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# GPU measurements of this crate beside the peer in one run on this machine; prints a markdown
+# table (also written to OUT_MD, default target/bench-gpu-vs-peer.md).
+#
+#   scripts/bench-gpu-vs-peer.sh
+#   SECTIONS="msm fft" MSM_SIZES="16 20" REPS=2 scripts/bench-gpu-vs-peer.sh
+#
+# Sections: msm (G1, ours on the GPU beside blst's CPU multiexp, the peer's only multiexp
+# command), g2 (ours on the GPU beside ours on the CPU: the peer has no G2 command), fft (ours on
+# the GPU, kernels alone and end to end, beside ours on the CPU: the peer has no FFT command),
+# prove (ours with the gpu feature beside bellperson 0.27 with its GPU). OURS_GPU_BIN, OURS_CPU_BIN
+# and PEER_BIN skip the builds (for a machine without cargo, such as the GPU host).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PEER=${PEER:-../shared/peers/bellperson-bench}
+SECTIONS=${SECTIONS:-"msm g2 fft prove"}
+MSM_SIZES=${MSM_SIZES:-"16 18 20 22 24"}
+G2_SIZES=${G2_SIZES:-"16 18 20 22 24"}
+FFT_SIZES=${FFT_SIZES:-"16 18 20 22 24"}
+PROVE_SIZES=${PROVE_SIZES:-"16 18 20"}
+REPS=${REPS:-3}
+
+# The executable cargo builds for these arguments (its file name has a hash that depends on the
+# features, so "the newest file" can be the wrong build).
+exe_of() {
+    cargo build --release "$@" --message-format=json \
+        | python3 -c 'import json, sys; [print(m["executable"]) for m in map(json.loads, sys.stdin) if m.get("executable")]' \
+        | tail -n 1
+}
+OURS_CPU_BIN=${OURS_CPU_BIN:-$(exe_of --bench compare)}
+OURS_GPU_BIN=${OURS_GPU_BIN:-$(exe_of --features gpu --bench compare)}
+if [ -z "${PEER_BIN:-}" ]; then
+    PEER_TARGET=${PEER_TARGET:-target/peer}
+    cargo build --release --manifest-path "$PEER/Cargo.toml" --target-dir "$PEER_TARGET" >&2
+    PEER_BIN=$PEER_TARGET/release/bellperson-bench
+fi
+
+num() { grep -oE '[0-9]+\.[0-9]+' | head -n 1; }
+ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
+out=${OUT_MD:-target/bench-gpu-vs-peer.md}
+mkdir -p "$(dirname "$out")"
+{
+    echo "| operation | size | ours (s) | peer (s) | ours / peer | peer |"
+    echo "|---|---|---|---|---|---|"
+} > "$out"
+row() { echo "| $1 | 2^$2 | $3 | $4 | $5 | $6 |" >> "$out"; tail -n 1 "$out" >&2; }
+line() { grep "$1" | num; }
+
+for section in $SECTIONS; do
+    case $section in
+    msm)
+        for k in $MSM_SIZES; do
+            o=$("$OURS_GPU_BIN" gpu-msm "$k" "$REPS" | line "gpu-msm 2^")
+            p=$("$PEER_BIN" msm "$k" "$REPS" | num)
+            row "G1 multiexp, ours GPU" "$k" "$o" "$p" "$(ratio "$o" "$p")" "blst multi_exp, CPU"
+        done ;;
+    g2)
+        for k in $G2_SIZES; do
+            o=$("$OURS_GPU_BIN" gpu-msm-g2 "$k" "$REPS" | line "gpu-msm-g2 2^")
+            c=$("$OURS_CPU_BIN" msm-g2 "$k" 1 | num)
+            row "G2 multiexp, ours GPU" "$k" "$o" "$c" "$(ratio "$o" "$c")" "ours on the CPU (no peer command)"
+        done ;;
+    fft)
+        for k in $FFT_SIZES; do
+            g=$("$OURS_GPU_BIN" gpu-fft "$k" "$REPS")
+            c=$("$OURS_CPU_BIN" fft "$k" "$REPS" | num)
+            d=$(line "gpu-fft-device" <<< "$g"); e=$(line "gpu-fft 2^" <<< "$g")
+            row "FFT, ours GPU, data on the device" "$k" "$d" "$c" "$(ratio "$d" "$c")" "ours on the CPU (no peer command)"
+            row "FFT, ours GPU, end to end" "$k" "$e" "$c" "$(ratio "$e" "$c")" "ours on the CPU (no peer command)"
+        done ;;
+    prove)
+        for k in $PROVE_SIZES; do
+            o=$("$OURS_GPU_BIN" prove "$k" "$REPS" | line "prove 2^")
+            p=$("$PEER_BIN" prove "$k" "$REPS" 2>/dev/null | line "bellperson prove")
+            row "Groth16 prove (squares), ours GPU" "$k" "$o" "$p" "$(ratio "$o" "$p")" "bellperson 0.27, GPU"
+        done ;;
+    *) echo "unknown section $section" >&2; exit 2 ;;
+    esac
+done
+cat "$out"
