@@ -11,6 +11,7 @@ pub mod backend;
 pub mod device;
 mod error;
 mod fft;
+pub mod locks;
 mod multiexp;
 pub mod program;
 pub mod source;

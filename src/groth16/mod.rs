@@ -2,12 +2,14 @@
 //! BLS12-381: parameter generation, proving and verification, with bellman's byte formats.
 
 mod generator;
+mod options;
 mod params;
 mod proof;
 mod prover;
 mod verifier;
 
 pub use generator::{generate_parameters, generate_random_parameters};
+pub use options::{Priority, ProofReport, ProveOptions};
 pub use params::{ParameterSource, Parameters, ReadError, VerifyingKey};
 pub use proof::Proof;
 pub use prover::{

@@ -1,0 +1,406 @@
+//! The lock protocol that shares GPUs between provers: threads of one process and separate
+//! processes alike.
+//!
+//! Files, in the lock directory ([`lock_dir`]: `PREEMPTIBLE_GROTH16_LOCK_DIR`, else
+//! `std::env::temp_dir()`), for each device id `D` and priority level `L` (0 lowest):
+//!
+//! - `pg16-D.lock`: an exclusive `flock` on it owns device `D` ([`GpuLock`]). The owner writes
+//!   `pid level since-unix-ms` into it for the status view and empties it on release.
+//! - `pg16-D.want-L.flag`: a shared `flock` on it says "a prover at level L wants or uses D"
+//!   ([`PriorityFlag`]). A holder at level q probes the flags of levels above q with a
+//!   non-blocking exclusive try-lock ([`HigherPriorityProbe`]): if that fails, someone above
+//!   waits, and the holder yields between chunks.
+//!
+//! Invariants:
+//!
+//! 1. At most one [`GpuLock`] per device exists at any time, across all processes.
+//! 2. A prover raises the flag of its own level only; holders probe only levels strictly above
+//!    their own. So nobody yields to itself or to its equals: equal levels queue, they do not
+//!    preempt (the seed's self-preemption bug cannot happen).
+//! 3. Every lock is a `flock` on an open file description, released by the kernel when the file
+//!    is closed or its process dies: a crash at any point leaves nothing locked. A lock file's
+//!    text may be stale after a crash; it is trusted only while the file is locked.
+//! 4. Nothing here waits for long: acquisition and probes are try-locks; the shared lock of a
+//!    flag waits at most for a probe, which holds its exclusive lock for two system calls.
+//!    Callers that wait for a device sleep between tries.
+//! 5. A file that cannot be created, opened or locked is a [`LockError`], never a panic; the
+//!    caller then computes on the CPU.
+//!
+//! flock is per open file description, so two threads that each open the file contend exactly
+//! as two processes do: one mechanism serves both. (Calls name `fs2::FileExt` explicitly: recent
+//! `std` has file-lock methods of the same names with other signatures.)
+
+use crate::groth16::Priority;
+use fs2::FileExt;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// Environment variable naming the lock directory (default: `std::env::temp_dir()`).
+pub const LOCK_DIR_ENV: &str = "PREEMPTIBLE_GROTH16_LOCK_DIR";
+
+/// A lock file that could not be used.
+#[derive(Debug, thiserror::Error)]
+#[error("lock file {path}: {source}")]
+pub struct LockError {
+    /// The file.
+    pub path: PathBuf,
+    /// What the system said.
+    pub source: std::io::Error,
+}
+
+/// The lock directory: `PREEMPTIBLE_GROTH16_LOCK_DIR`, else the temp directory.
+pub fn lock_dir() -> PathBuf {
+    std::env::var_os(LOCK_DIR_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+/// A device id made safe as part of a file name.
+fn file_stem(device: &str) -> String {
+    let safe: String = device
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("pg16-{safe}")
+}
+
+fn lock_path(dir: &Path, device: &str) -> PathBuf {
+    dir.join(format!("{}.lock", file_stem(device)))
+}
+
+fn flag_path(dir: &Path, device: &str, priority: Priority) -> PathBuf {
+    dir.join(format!(
+        "{}.want-{}.flag",
+        file_stem(device),
+        priority.level()
+    ))
+}
+
+/// Opens (creating if needed) a lock file, readable and writable by every user, so that provers
+/// of different users can share a device.
+fn open(path: &Path) -> Result<File, LockError> {
+    let err = |source| LockError {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(err)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // Only the creator may change the mode; for everyone else this is a no-op that fails.
+        if let Ok(meta) = file.metadata() {
+            if meta.permissions().mode() & 0o666 != 0o666 {
+                let _ = file.set_permissions(std::fs::Permissions::from_mode(0o666));
+            }
+        }
+    }
+    Ok(file)
+}
+
+fn would_block(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::WouldBlock || e.raw_os_error() == Some(11)
+}
+
+/// Ownership of one device: an exclusive flock on its lock file. Dropping it empties the file
+/// and releases the device.
+#[derive(Debug)]
+pub struct GpuLock {
+    file: File,
+    device: String,
+    priority: Priority,
+    since: Instant,
+}
+
+impl GpuLock {
+    /// Takes the device if nobody holds it; `Ok(None)` if somebody does.
+    pub fn try_acquire(
+        dir: &Path,
+        device: &str,
+        priority: Priority,
+    ) -> Result<Option<GpuLock>, LockError> {
+        let path = lock_path(dir, device);
+        let mut file = open(&path)?;
+        match FileExt::try_lock_exclusive(&file) {
+            Ok(()) => {}
+            Err(e) if would_block(&e) => return Ok(None),
+            Err(source) => return Err(LockError { path, source }),
+        }
+        let since_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let text = format!("{} {} {since_ms}\n", std::process::id(), priority.level());
+        // The text is for the status view only; failing to write it does not lose the device.
+        let _ = file
+            .set_len(0)
+            .and_then(|_| file.seek(SeekFrom::Start(0)))
+            .and_then(|_| file.write_all(text.as_bytes()));
+        Ok(Some(GpuLock {
+            file,
+            device: device.to_string(),
+            priority,
+            since: Instant::now(),
+        }))
+    }
+
+    /// The device's id.
+    pub fn device(&self) -> &str {
+        &self.device
+    }
+
+    /// The priority it was taken at.
+    pub fn priority(&self) -> Priority {
+        self.priority
+    }
+
+    /// How long it has been held.
+    pub fn held_for(&self) -> std::time::Duration {
+        self.since.elapsed()
+    }
+}
+
+impl Drop for GpuLock {
+    fn drop(&mut self) {
+        let _ = self.file.set_len(0);
+        let _ = FileExt::unlock(&self.file);
+    }
+}
+
+/// "A prover at this level wants or uses this device": a shared flock on the level's flag file,
+/// held until dropped.
+#[derive(Debug)]
+pub struct PriorityFlag {
+    _file: File,
+}
+
+impl PriorityFlag {
+    /// Raises the flag of `priority` for `device`.
+    pub fn raise(dir: &Path, device: &str, priority: Priority) -> Result<PriorityFlag, LockError> {
+        let path = flag_path(dir, device, priority);
+        let file = open(&path)?;
+        // Blocks only while a holder's probe has the file (two system calls).
+        FileExt::lock_shared(&file).map_err(|source| LockError { path, source })?;
+        Ok(PriorityFlag { _file: file })
+    }
+}
+
+/// The flags above one level of one device, kept open so that a probe is two system calls per
+/// level.
+#[derive(Debug)]
+pub struct HigherPriorityProbe {
+    flags: Vec<(PathBuf, File)>,
+}
+
+impl HigherPriorityProbe {
+    /// The probe for a holder of `device` at `priority`.
+    pub fn open(
+        dir: &Path,
+        device: &str,
+        priority: Priority,
+    ) -> Result<HigherPriorityProbe, LockError> {
+        let flags = Priority::ALL
+            .into_iter()
+            .filter(|p| *p > priority)
+            .map(|p| {
+                let path = flag_path(dir, device, p);
+                open(&path).map(|f| (path, f))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(HigherPriorityProbe { flags })
+    }
+
+    /// Whether a prover of a higher level has raised its flag.
+    pub fn anyone_waiting(&self) -> Result<bool, LockError> {
+        for (path, file) in &self.flags {
+            match FileExt::try_lock_exclusive(file) {
+                Ok(()) => {
+                    FileExt::unlock(file).map_err(|source| LockError {
+                        path: path.clone(),
+                        source,
+                    })?;
+                }
+                Err(e) if would_block(&e) => return Ok(true),
+                Err(source) => {
+                    return Err(LockError {
+                        path: path.clone(),
+                        source,
+                    })
+                }
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// Who holds a device, as its lock file says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holder {
+    /// The holder's process id.
+    pub pid: u32,
+    /// Its priority.
+    pub priority: Priority,
+    /// When it took the device, in milliseconds since the Unix epoch.
+    pub since_unix_ms: u128,
+}
+
+/// The holder named in `device`'s lock file, read without locking: callers use it right after a
+/// failed [`GpuLock::try_acquire`], when the device is held. `None` if the text is missing or
+/// partly written.
+pub fn holder_text(dir: &Path, device: &str) -> Option<Holder> {
+    let mut text = String::new();
+    File::open(lock_path(dir, device))
+        .ok()?
+        .read_to_string(&mut text)
+        .ok()?;
+    let mut parts = text.split_whitespace();
+    let pid = parts.next()?.parse().ok()?;
+    let priority = Priority::from_level(parts.next()?.parse().ok()?)?;
+    let since_unix_ms = parts.next()?.parse().ok()?;
+    Some(Holder {
+        pid,
+        priority,
+        since_unix_ms,
+    })
+}
+
+/// One device as the status view shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceStatus {
+    /// The device's id.
+    pub device: String,
+    /// Who holds it, if anyone (checked by a try-lock, so a dead holder's text is not shown).
+    pub holder: Option<Holder>,
+    /// The levels whose flag is raised: provers waiting for or using the device.
+    pub wanted_at: Vec<Priority>,
+}
+
+/// Who holds each of `devices` and which levels want them. Probing takes each file's lock for
+/// two system calls, so a prover trying to take a device at that very moment may find it busy
+/// once and retry at its next chunk.
+pub fn status(dir: &Path, devices: &[String]) -> Result<Vec<DeviceStatus>, LockError> {
+    devices
+        .iter()
+        .map(|device| {
+            let path = lock_path(dir, device);
+            let file = open(&path)?;
+            let holder = match FileExt::try_lock_shared(&file) {
+                Ok(()) => {
+                    let _ = FileExt::unlock(&file);
+                    None
+                }
+                Err(e) if would_block(&e) => holder_text(dir, device),
+                Err(source) => return Err(LockError { path, source }),
+            };
+            let mut wanted_at = Vec::new();
+            for p in Priority::ALL {
+                let path = flag_path(dir, device, p);
+                let file = open(&path)?;
+                match FileExt::try_lock_exclusive(&file) {
+                    Ok(()) => {
+                        let _ = FileExt::unlock(&file);
+                    }
+                    Err(e) if would_block(&e) => wanted_at.push(p),
+                    Err(source) => return Err(LockError { path, source }),
+                }
+            }
+            Ok(DeviceStatus {
+                device: device.clone(),
+                holder,
+                wanted_at,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("pg16-locks-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn one_holder_per_device_and_release_on_drop() {
+        let d = dir("one");
+        let a = GpuLock::try_acquire(&d, "dev:0", Priority::Low).unwrap();
+        assert!(a.is_some());
+        assert!(GpuLock::try_acquire(&d, "dev:0", Priority::High)
+            .unwrap()
+            .is_none());
+        assert!(GpuLock::try_acquire(&d, "dev:1", Priority::High)
+            .unwrap()
+            .is_some());
+        let h = holder_text(&d, "dev:0").unwrap();
+        assert_eq!((h.pid, h.priority), (std::process::id(), Priority::Low));
+        drop(a);
+        assert!(holder_text(&d, "dev:0").is_none(), "the text is emptied");
+        assert!(GpuLock::try_acquire(&d, "dev:0", Priority::High)
+            .unwrap()
+            .is_some());
+    }
+
+    #[test]
+    fn holders_see_only_higher_flags() {
+        let d = dir("flags");
+        let low = HigherPriorityProbe::open(&d, "g", Priority::Low).unwrap();
+        let normal = HigherPriorityProbe::open(&d, "g", Priority::Normal).unwrap();
+        let high = HigherPriorityProbe::open(&d, "g", Priority::High).unwrap();
+        assert!(!low.anyone_waiting().unwrap());
+        let own = PriorityFlag::raise(&d, "g", Priority::Normal).unwrap();
+        assert!(low.anyone_waiting().unwrap());
+        assert!(!normal.anyone_waiting().unwrap(), "not its own level");
+        let h = PriorityFlag::raise(&d, "g", Priority::High).unwrap();
+        let h2 = PriorityFlag::raise(&d, "g", Priority::High).unwrap();
+        assert!(normal.anyone_waiting().unwrap());
+        assert!(!high.anyone_waiting().unwrap(), "nothing above high");
+        drop(h);
+        assert!(normal.anyone_waiting().unwrap(), "two high flags, one left");
+        drop(h2);
+        assert!(!normal.anyone_waiting().unwrap());
+        assert!(!HigherPriorityProbe::open(&d, "other", Priority::Low)
+            .unwrap()
+            .anyone_waiting()
+            .unwrap());
+        drop(own);
+        assert!(!low.anyone_waiting().unwrap());
+    }
+
+    #[test]
+    fn status_shows_holder_and_wanted_levels() {
+        let d = dir("status");
+        let devices = vec!["x".to_string()];
+        let s = status(&d, &devices).unwrap();
+        assert_eq!(s[0].holder, None);
+        assert!(s[0].wanted_at.is_empty());
+        let _lock = GpuLock::try_acquire(&d, "x", Priority::Normal)
+            .unwrap()
+            .unwrap();
+        let _flag = PriorityFlag::raise(&d, "x", Priority::High).unwrap();
+        let s = status(&d, &devices).unwrap();
+        assert_eq!(s[0].holder.as_ref().unwrap().priority, Priority::Normal);
+        assert_eq!(s[0].wanted_at, vec![Priority::High]);
+    }
+
+    #[test]
+    fn a_missing_directory_is_an_error() {
+        let d = std::env::temp_dir().join("pg16-no-such-dir/deeper");
+        assert!(GpuLock::try_acquire(&d, "x", Priority::Low).is_err());
+        assert!(PriorityFlag::raise(&d, "x", Priority::Low).is_err());
+    }
+}
