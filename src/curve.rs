@@ -40,11 +40,15 @@ pub trait CurveAffine: PrimeCurveAffine<Scalar = Scalar> + sealed::Sealed {
     fn window_sum_affine(bases: &[Self], scalars: &[ScalarRepr], w: usize, c: usize)
         -> Self::Curve;
 
-    /// The whole multiexp on the GPU, `None` to compute it on the CPU (no GPU, a small input, or a
-    /// GPU error, which is logged). Without the `gpu` feature, always `None`.
-    fn gpu_multiexp(_bases: &[Self], _scalars: &[ScalarRepr]) -> Option<Self::Curve> {
-        None
-    }
+    /// The multiexp through a proof's GPU claim: chunks on its devices and the CPU (see
+    /// `src/gpu/scheduler.rs`). The lengths must match.
+    #[cfg(feature = "gpu")]
+    fn scheduled_multiexp(
+        claim: &mut crate::gpu::scheduler::GpuClaim,
+        bases: &[Self],
+        scalars: &[ScalarRepr],
+        chunk_terms: usize,
+    ) -> Self::Curve;
 }
 
 impl CurveAffine for G1Affine {
@@ -67,8 +71,13 @@ impl CurveAffine for G1Affine {
     }
 
     #[cfg(feature = "gpu")]
-    fn gpu_multiexp(bases: &[Self], scalars: &[ScalarRepr]) -> Option<G1Projective> {
-        crate::gpu::backend::multiexp(bases, scalars)
+    fn scheduled_multiexp(
+        claim: &mut crate::gpu::scheduler::GpuClaim,
+        bases: &[Self],
+        scalars: &[ScalarRepr],
+        chunk_terms: usize,
+    ) -> G1Projective {
+        claim.multiexp(bases, scalars, chunk_terms)
     }
 
     fn window_sum_affine(
@@ -107,8 +116,13 @@ impl CurveAffine for G2Affine {
     }
 
     #[cfg(feature = "gpu")]
-    fn gpu_multiexp(bases: &[Self], scalars: &[ScalarRepr]) -> Option<G2Projective> {
-        crate::gpu::backend::multiexp(bases, scalars)
+    fn scheduled_multiexp(
+        claim: &mut crate::gpu::scheduler::GpuClaim,
+        bases: &[Self],
+        scalars: &[ScalarRepr],
+        chunk_terms: usize,
+    ) -> G2Projective {
+        claim.multiexp(bases, scalars, chunk_terms)
     }
 
     fn window_sum_affine(

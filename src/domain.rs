@@ -259,6 +259,37 @@ fn bit_reverse(a: &mut [Scalar], log_n: u32) {
     }
 }
 
+/// Coefficients of the prover's quotient `H = (A B - C) / Z` on the CPU: `a`, `b`, `c` are the
+/// evaluations of `A`, `B`, `C` on the domain (zero-padded to a power of two); returns the `n - 1`
+/// coefficients of `H` that can be non-zero.
+pub fn quotient(
+    a: Vec<Scalar>,
+    b: Vec<Scalar>,
+    c: Vec<Scalar>,
+) -> Result<Vec<Scalar>, SynthesisError> {
+    let n = a.len().max(b.len()).max(c.len());
+    let pad = |mut v: Vec<Scalar>| {
+        v.resize(n, Scalar::ZERO);
+        EvaluationDomain::from_coeffs(v)
+    };
+    let mut a = pad(a)?;
+    let mut b = pad(b)?;
+    let mut c = pad(c)?;
+    for d in [&mut a, &mut b, &mut c] {
+        d.ifft();
+        d.coset_fft();
+    }
+    a.mul_assign(&b);
+    drop(b);
+    a.sub_assign(&c);
+    drop(c);
+    a.divide_by_z_on_coset();
+    a.icoset_fft();
+    let mut h = a.into_coeffs();
+    h.truncate(h.len() - 1);
+    Ok(h)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

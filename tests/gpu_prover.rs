@@ -1,6 +1,5 @@
-//! Proofs made with the GPU multiexps verify, and so do proofs whose GPU work fails and falls
-//! back to the CPU (feature `gpu`; in CI on PoCL). One test function: the counters it reads are
-//! per process.
+//! Proofs made through the GPU path verify, and so do proofs whose GPU work fails and falls back
+//! to the CPU (feature `gpu`; in CI on PoCL). Assertions come from the prover's report.
 #![cfg(feature = "gpu")]
 
 #[path = "circuits/mod.rs"]
@@ -8,58 +7,70 @@ mod circuits;
 
 use blstrs::Scalar;
 use circuits::Squares;
-use preemptible_groth16::gpu::backend::{
-    inject_failures, multiexp_devices, stats, MIN_GPU_FFT, MIN_GPU_TERMS,
-};
+use preemptible_groth16::gpu::backend::{devices, inject_failures, MIN_GPU_FFT, MIN_GPU_TERMS};
 use preemptible_groth16::gpu::device::CPU_ENV;
+use preemptible_groth16::gpu::locks::LOCK_DIR_ENV;
 use preemptible_groth16::groth16::{
-    create_random_proof, generate_random_parameters, prepare_verifying_key, verify_proof,
+    create_random_proof_with_options, generate_random_parameters, prepare_verifying_key,
+    verify_proof, ProveOptions,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
 #[test]
 fn gpu_proofs_verify_and_gpu_failures_fall_back_to_the_cpu() {
-    // Admit PoCL before the backend picks its device (read once, at first use).
+    // Admit PoCL before the backend picks its devices (read once, at first use), and keep this
+    // binary's locks to itself.
     std::env::set_var(CPU_ENV, "1");
+    let dir = std::env::temp_dir().join(format!("pg16-gpu-prover-{}", std::process::id()));
+    std::env::set_var(LOCK_DIR_ENV, &dir);
+    assert!(!devices().is_empty(), "no usable OpenCL device");
+
     let rng = &mut ChaCha20Rng::seed_from_u64(51);
-    // 2^11 + 3 constraints (squares, output, inputs): a domain of 2^12, so all five multiexps pass MIN_GPU_TERMS and the
-    // quotient MIN_GPU_FFT.
+    // 2^11 + 3 constraints (squares, output, inputs): a domain of 2^12, so the multiexps pass
+    // MIN_GPU_TERMS and the quotient MIN_GPU_FFT.
     let c = Squares { n: 1 << 11 };
     assert!(c.n as usize >= MIN_GPU_TERMS);
     assert!((c.n as usize + 2).next_power_of_two() >= MIN_GPU_FFT);
     let params = generate_random_parameters(c, rng).unwrap();
     let pvk = prepare_verifying_key(&params.vk);
     let input: Scalar = c.output();
+    let options = ProveOptions {
+        chunk_terms: 1 << 10,
+        ..ProveOptions::default()
+    };
 
-    // Each multiexp is split across every selected device: one part per device.
-    let devices = multiexp_devices() as u64;
-    assert!(devices >= 1, "no usable OpenCL device");
-    let before = stats();
-    let proof = create_random_proof(c, &params, rng).unwrap();
+    let (proof, report) = create_random_proof_with_options(c, &params, rng, &options).unwrap();
     assert!(verify_proof(&pvk, &proof, &[input]).unwrap());
-    let after = stats();
+    assert!(report.fft_on_gpu, "{report:?}");
+    assert!(report.gpu_chunks_total() > 0, "{report:?}");
     assert_eq!(
-        after.gpu_multiexps - before.gpu_multiexps,
-        5 * devices,
-        "H, L, A, B in G1, B in G2"
+        report.gpu_chunks_total() + report.cpu_chunks,
+        report.total_chunks
     );
-    assert_eq!(after.cpu_fallbacks, before.cpu_fallbacks);
-    assert_eq!(after.gpu_quotients - before.gpu_quotients, 1, "the FFTs");
-    assert_eq!(after.quotient_fallbacks, before.quotient_fallbacks);
+    assert_eq!((report.preemptions, report.gpu_failures), (0, 0));
+    assert_eq!(report.live_device_bytes_at_release, 0);
+
+    let cpu_only = ProveOptions {
+        use_gpu: false,
+        ..options.clone()
+    };
+    let (proof, report) = create_random_proof_with_options(c, &params, rng, &cpu_only).unwrap();
+    assert!(verify_proof(&pvk, &proof, &[input]).unwrap());
+    assert_eq!(report.gpu_chunks_total(), 0);
+    assert!(!report.fft_on_gpu);
+    assert_eq!(report.cpu_chunks, report.total_chunks);
 
     inject_failures(true);
-    let proof = create_random_proof(c, &params, rng);
+    let result = create_random_proof_with_options(c, &params, rng, &options);
     inject_failures(false);
-    let proof = proof.unwrap();
+    let (proof, report) = result.unwrap();
     assert!(verify_proof(&pvk, &proof, &[input]).unwrap());
-    let last = stats();
+    assert!(report.gpu_failures >= 1, "{report:?}");
+    assert!(!report.fft_on_gpu);
+    assert_eq!(report.gpu_chunks_total(), 0);
     assert_eq!(
-        last.cpu_fallbacks - after.cpu_fallbacks,
-        5 * devices,
-        "every GPU failure fell back"
+        report.cpu_chunks, report.total_chunks,
+        "every chunk on the CPU"
     );
-    assert_eq!(last.gpu_multiexps, after.gpu_multiexps);
-    assert_eq!(last.quotient_fallbacks - after.quotient_fallbacks, 1);
-    assert_eq!(last.gpu_quotients, after.gpu_quotients);
 }

@@ -1,19 +1,16 @@
-//! The prover's door to the GPUs: the selected devices' kernels, built once per process, and the
-//! rule that any GPU error means "do that piece on the CPU".
-//!
-//! Multiexps (G1 and G2, from `2^10` terms up; below that a launch costs more than the work) are
-//! split across every selected device ([`multiexp_split`]); a part whose device fails is computed
-//! on the CPU. The quotient `H = (A B - C) / Z` (seven FFTs, from `2^12` values up) runs on the
-//! first device, or wholly on the CPU if that fails. Counters record what ran where, for tests
-//! and logs, until the prover's report (the preemption issue) carries them.
+//! The devices the prover may use, built once per process: for each selected OpenCL device its
+//! multiexp and FFT kernels, or the fake devices of [`super::fake`] when
+//! `PREEMPTIBLE_GROTH16_FAKE_GPUS` asks for them. Which prover uses which device when is the
+//! scheduler's business ([`super::scheduler`]), under the lock protocol ([`super::locks`]).
 
 use super::device::{self, Selection};
 use super::error::GpuError;
+use super::fake::{self, FakeDevice};
 use super::fft::FftKernel;
-use super::multiexp::{multiexp_split, GpuCurve, MultiexpKernel};
+use super::multiexp::{GpuCurve, MultiexpKernel};
 use crate::multiexp::ScalarRepr;
 use blstrs::Scalar;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 /// Multiexps smaller than this stay on the CPU.
@@ -21,39 +18,81 @@ pub const MIN_GPU_TERMS: usize = 1 << 10;
 /// Quotients over smaller domains stay on the CPU.
 pub const MIN_GPU_FFT: usize = 1 << 12;
 
-/// The kernels of the selected devices; those that failed to build are left out (logged).
-struct Gpus {
-    multiexp: Vec<MultiexpKernel>,
-    fft: Option<FftKernel>,
-}
-
-static GPUS: OnceLock<Gpus> = OnceLock::new();
+static DEVICES: OnceLock<Vec<GpuDevice>> = OnceLock::new();
 static INJECT_FAILURES: AtomicBool = AtomicBool::new(false);
-static GPU_MULTIEXPS: AtomicU64 = AtomicU64::new(0);
-static FALLBACKS: AtomicU64 = AtomicU64::new(0);
-static GPU_QUOTIENTS: AtomicU64 = AtomicU64::new(0);
-static QUOTIENT_FALLBACKS: AtomicU64 = AtomicU64::new(0);
 
-/// What the GPU path has done in this process.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GpuStats {
-    /// Multiexp parts computed on a GPU (one per device a multiexp was split across).
-    pub gpu_multiexps: u64,
-    /// Multiexp parts that failed on a GPU and were computed on the CPU instead.
-    pub cpu_fallbacks: u64,
-    /// Quotients (the prover's FFTs) computed on a GPU.
-    pub gpu_quotients: u64,
-    /// Quotients that failed on the GPU and were computed on the CPU instead.
-    pub quotient_fallbacks: u64,
+/// What computes on a device.
+#[derive(Debug)]
+enum Engine {
+    OpenCl {
+        multiexp: MultiexpKernel,
+        fft: Option<FftKernel>,
+    },
+    Fake(FakeDevice),
 }
 
-/// The counters so far.
-pub fn stats() -> GpuStats {
-    GpuStats {
-        gpu_multiexps: GPU_MULTIEXPS.load(Ordering::Relaxed),
-        cpu_fallbacks: FALLBACKS.load(Ordering::Relaxed),
-        gpu_quotients: GPU_QUOTIENTS.load(Ordering::Relaxed),
-        quotient_fallbacks: QUOTIENT_FALLBACKS.load(Ordering::Relaxed),
+/// One device the prover may use.
+#[derive(Debug)]
+pub struct GpuDevice {
+    /// The stable id, also the name of its lock files.
+    pub id: String,
+    /// A name for logs.
+    pub name: String,
+    engine: Engine,
+}
+
+impl GpuDevice {
+    fn injected() -> Result<(), GpuError> {
+        if INJECT_FAILURES.load(Ordering::Relaxed) {
+            Err(GpuError::Ocl("injected failure".into()))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// A multiexp on this device; `interrupt` is asked between kernel launches.
+    pub(crate) fn multiexp<G: GpuCurve>(
+        &self,
+        bases: &[G],
+        scalars: &[ScalarRepr],
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<G::Curve, GpuError> {
+        Self::injected()?;
+        match &self.engine {
+            Engine::OpenCl { multiexp, .. } => {
+                multiexp.multiexp_interruptible(bases, scalars, interrupt)
+            }
+            Engine::Fake(f) => f.multiexp(bases, scalars, interrupt),
+        }
+    }
+
+    /// The prover's quotient on this device; `interrupt` is asked between transforms.
+    pub(crate) fn quotient(
+        &self,
+        a: &[Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<Vec<Scalar>, GpuError> {
+        Self::injected()?;
+        match &self.engine {
+            Engine::OpenCl { fft: Some(k), .. } => k.quotient_interruptible(a, b, c, interrupt),
+            Engine::OpenCl { fft: None, .. } => Err(GpuError::NoDevice(format!(
+                ": {} has no FFT program",
+                self.name
+            ))),
+            Engine::Fake(f) => f.quotient(a, b, c, interrupt),
+        }
+    }
+
+    /// Bytes of device memory the kernels hold now.
+    pub fn live_device_bytes(&self) -> u64 {
+        match &self.engine {
+            Engine::OpenCl { multiexp, fft } => {
+                multiexp.live_device_bytes() + fft.as_ref().map_or(0, |f| f.live_device_bytes())
+            }
+            Engine::Fake(f) => f.live_device_bytes(),
+        }
     }
 }
 
@@ -61,22 +100,29 @@ pub fn stats() -> GpuStats {
 #[doc(hidden)]
 pub fn inject_failures(on: bool) {
     INJECT_FAILURES.store(on, Ordering::Relaxed);
-    if let Some(gpus) = GPUS.get() {
-        for k in &gpus.multiexp {
-            k.inject_failures(on);
+}
+
+/// The devices of this process (built at the first call; those whose programs do not build are
+/// left out, with a warning).
+pub fn devices() -> &'static [GpuDevice] {
+    DEVICES.get_or_init(|| {
+        let fakes = fake::from_env();
+        if !fakes.is_empty() {
+            log::info!(
+                "gpu: {} fake devices ({})",
+                fakes.len(),
+                fake::FAKE_GPUS_ENV
+            );
+            return fakes
+                .into_iter()
+                .map(|f| GpuDevice {
+                    id: f.id.clone(),
+                    name: f.id.clone(),
+                    engine: Engine::Fake(f),
+                })
+                .collect();
         }
-    }
-}
-
-/// The number of devices multiexps are split across (0 without a usable GPU); the first call
-/// builds the kernels.
-pub fn multiexp_devices() -> usize {
-    gpus().multiexp.len()
-}
-
-fn gpus() -> &'static Gpus {
-    GPUS.get_or_init(|| {
-        let devices = match device::list(&Selection::from_env()) {
+        let found = match device::list(&Selection::from_env()) {
             Ok(d) => d,
             Err(e) => {
                 log::info!("gpu: no device ({e}); proving on the CPU");
@@ -85,103 +131,47 @@ fn gpus() -> &'static Gpus {
         };
         // The programs compile side by side: the first proof waits for the slowest, not the sum.
         std::thread::scope(|scope| {
-            let fft = devices
-                .first()
-                .map(|dev| scope.spawn(move || FftKernel::new(dev)));
-            let multiexp: Vec<_> = devices
+            let handles: Vec<_> = found
                 .iter()
-                .map(|dev| scope.spawn(move || MultiexpKernel::new(dev)))
+                .map(|dev| {
+                    let fft = scope.spawn(move || FftKernel::new(dev));
+                    let msm = scope.spawn(move || MultiexpKernel::new(dev));
+                    (dev, fft, msm)
+                })
                 .collect();
-            let mut gpus = Gpus {
-                multiexp: Vec::new(),
-                fft: None,
-            };
-            for (dev, handle) in devices.iter().zip(multiexp) {
-                match join(handle) {
-                    Ok(k) => {
-                        log::info!("gpu: multiexps on {} ({})", dev.name, dev.id);
-                        k.inject_failures(INJECT_FAILURES.load(Ordering::Relaxed));
-                        gpus.multiexp.push(k);
+            let mut devices = Vec::new();
+            for (dev, fft, msm) in handles {
+                let fft = match join(fft) {
+                    Ok(k) => Some(k),
+                    Err(e) => {
+                        log::warn!("gpu: {} unusable for FFTs ({e})", dev.name);
+                        None
                     }
-                    Err(e) => log::warn!("gpu: {} unusable for multiexps ({e})", dev.name),
+                };
+                match join(msm) {
+                    Ok(multiexp) => {
+                        log::info!("gpu: using {} ({})", dev.name, dev.id);
+                        devices.push(GpuDevice {
+                            id: dev.id.clone(),
+                            name: dev.name.clone(),
+                            engine: Engine::OpenCl { multiexp, fft },
+                        });
+                    }
+                    Err(e) => log::warn!("gpu: {} unusable ({e})", dev.name),
                 }
             }
-            if let (Some(dev), Some(handle)) = (devices.first(), fft) {
-                match join(handle) {
-                    Ok(k) => {
-                        log::info!("gpu: FFTs on {} ({})", dev.name, dev.id);
-                        gpus.fft = Some(k);
-                    }
-                    Err(e) => log::warn!("gpu: {} unusable for FFTs ({e})", dev.name),
-                }
-            }
-            gpus
+            devices
         })
     })
+}
+
+/// The ids of the devices of this process, for [`super::locks::status`].
+pub fn device_ids() -> Vec<String> {
+    devices().iter().map(|d| d.id.clone()).collect()
 }
 
 fn join<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T, GpuError>>) -> Result<T, GpuError> {
     handle
         .join()
         .map_err(|_| GpuError::Ocl("a kernel build thread panicked".into()))?
-}
-
-/// The multiexp on the GPUs, or `None` when there is no GPU or the input is small (the caller
-/// then computes on the CPU). Parts that fail on a device are computed on the CPU here.
-pub(crate) fn multiexp<G: GpuCurve>(bases: &[G], scalars: &[ScalarRepr]) -> Option<G::Curve> {
-    if bases.len() < MIN_GPU_TERMS {
-        return None;
-    }
-    let kernels: Vec<&MultiexpKernel> = gpus().multiexp.iter().collect();
-    if kernels.is_empty() {
-        return None;
-    }
-    match multiexp_split(&kernels, bases, scalars) {
-        Ok((sum, parts)) => {
-            for part in &parts {
-                let counter = if part.on_gpu {
-                    &GPU_MULTIEXPS
-                } else {
-                    &FALLBACKS
-                };
-                counter.fetch_add(1, Ordering::Relaxed);
-            }
-            Some(sum)
-        }
-        Err(e) => {
-            log::warn!(
-                "gpu: {} multiexp failed ({e}); computing it on the CPU",
-                G::NAME
-            );
-            None
-        }
-    }
-}
-
-/// The prover's quotient ([`FftKernel::quotient`]) on the first GPU, or `None` when there is no
-/// GPU, the domain is small, or the GPU failed (logged; the caller computes on the CPU).
-pub(crate) fn quotient(a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Option<Vec<Scalar>> {
-    if a.len().next_power_of_two() < MIN_GPU_FFT {
-        return None;
-    }
-    let kernel = gpus().fft.as_ref()?;
-    let result = if INJECT_FAILURES.load(Ordering::Relaxed) {
-        Err(GpuError::Ocl("injected failure".into()))
-    } else {
-        kernel.quotient(a, b, c)
-    };
-    match result {
-        Ok(h) => {
-            GPU_QUOTIENTS.fetch_add(1, Ordering::Relaxed);
-            Some(h)
-        }
-        Err(e) => {
-            QUOTIENT_FALLBACKS.fetch_add(1, Ordering::Relaxed);
-            log::warn!(
-                "gpu: quotient over {} values failed ({e}); computing it on the CPU",
-                a.len()
-            );
-            None
-        }
-    }
 }

@@ -18,6 +18,10 @@ pub enum GpuError {
         /// The build log.
         log: String,
     },
+    /// The work was stopped between kernel launches because a higher priority asked for the
+    /// device; every buffer of it has been freed.
+    #[error("interrupted: a higher priority wants the device")]
+    Interrupted,
     /// Input that the kernels cannot take (a size that does not fit, mismatched lengths).
     #[error("invalid GPU input: {0}")]
     InvalidInput(String),

@@ -8,12 +8,15 @@
 //! protocol and preemption build on these.
 
 pub mod backend;
+mod buffer;
 pub mod device;
 mod error;
+pub mod fake;
 mod fft;
 pub mod locks;
 mod multiexp;
 pub mod program;
+pub mod scheduler;
 pub mod source;
 
 pub use device::{Device, Selection};

@@ -7,6 +7,7 @@
 //! (inverted on the device) and the host weighs and adds them. Coordinates cross as canonical
 //! integers and are put into Montgomery form on the device.
 
+use super::buffer::TrackedBuffer;
 use super::device::Device;
 use super::error::GpuError;
 use super::program::{build, BuiltProgram};
@@ -15,7 +16,7 @@ use crate::multiexp::{CurveAffine, ScalarRepr};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
 use group::prime::PrimeCurveAffine;
 use group::Group;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Limbs of an `Fq` element.
@@ -104,6 +105,8 @@ pub struct MultiexpKernel {
     device: Device,
     /// Test hook: fail every multiexp as a lost device would.
     fail: AtomicBool,
+    /// Bytes of this kernel's live device buffers.
+    live: AtomicU64,
 }
 
 fn le_limbs(bytes: &[u8], out: &mut Vec<u32>) {
@@ -122,6 +125,7 @@ impl MultiexpKernel {
         let kernel = MultiexpKernel {
             device: device.clone(),
             fail: AtomicBool::new(false),
+            live: AtomicU64::new(0),
         };
         std::thread::scope(|scope| {
             let g2 = scope.spawn(|| kernel.program("G2"));
@@ -130,6 +134,12 @@ impl MultiexpKernel {
                 .map_err(|_| GpuError::Ocl("the G2 build thread panicked".into()))?
         })?;
         Ok(kernel)
+    }
+
+    /// Bytes of device memory held by multiexps running on this kernel now (0 between calls:
+    /// every call frees its buffers before it returns).
+    pub fn live_device_bytes(&self) -> u64 {
+        self.live.load(Ordering::Relaxed)
     }
 
     /// The device these kernels run on.
@@ -172,6 +182,17 @@ impl MultiexpKernel {
         bases: &[G],
         scalars: &[ScalarRepr],
     ) -> Result<G::Curve, GpuError> {
+        self.multiexp_interruptible(bases, scalars, &|| false)
+    }
+
+    /// [`MultiexpKernel::multiexp`] that asks `interrupt` before each kernel launch and, when it
+    /// says yes, frees its buffers and returns [`GpuError::Interrupted`].
+    pub fn multiexp_interruptible<G: GpuCurve>(
+        &self,
+        bases: &[G],
+        scalars: &[ScalarRepr],
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<G::Curve, GpuError> {
         let n = bases.len();
         if n != scalars.len() {
             return Err(GpuError::InvalidInput(format!(
@@ -213,50 +234,63 @@ impl MultiexpKernel {
         let built = self.program(G::NAME)?;
         let q = built.queue.clone();
         let p = &built.program;
-        let bases_buf = buffer(&q, &base_limbs)?;
+        let live = &self.live;
+        let bases_buf = TrackedBuffer::new(&q, base_limbs.len(), Some(&base_limbs), live)?;
         drop(base_limbs);
-        let scalars_buf = buffer(&q, &scalar_limbs)?;
+        let scalars_buf = TrackedBuffer::new(&q, scalar_limbs.len(), Some(&scalar_limbs), live)?;
         drop(scalar_limbs);
-        let buckets = empty(&q, items * (1 << (WINDOW - 1)) * point_limbs)?;
-        let results = empty(&q, items * point_limbs)?;
-        let affine = empty(&q, items * affine_limbs)?;
+        let buckets =
+            TrackedBuffer::new(&q, items * (1 << (WINDOW - 1)) * point_limbs, None, live)?;
+        let results = TrackedBuffer::new(&q, items * point_limbs, None, live)?;
+        let affine = TrackedBuffer::new(&q, items * affine_limbs, None, live)?;
+        let check = || {
+            if interrupt() {
+                Err(GpuError::Interrupted)
+            } else {
+                Ok(())
+            }
+        };
 
         let to_mont = ocl::Kernel::builder()
             .program(p)
             .name(format!("{}_bases_to_mont", G::NAME))
             .queue(q.clone())
             .global_work_size(n)
-            .arg(&bases_buf)
+            .arg(&*bases_buf)
             .arg(n as u32)
             .build()?;
+        check()?;
         launch(&to_mont)?;
         let msm = ocl::Kernel::builder()
             .program(p)
             .name(format!("{}_multiexp", G::NAME))
             .queue(q.clone())
             .global_work_size(items)
-            .arg(&bases_buf)
-            .arg(&scalars_buf)
-            .arg(&buckets)
-            .arg(&results)
+            .arg(&*bases_buf)
+            .arg(&*scalars_buf)
+            .arg(&*buckets)
+            .arg(&*results)
             .arg(n as u32)
             .arg(WINDOW as u32)
             .arg(windows as u32)
             .arg(slices as u32)
             .build()?;
+        check()?;
         launch(&msm)?;
         let to_affine = ocl::Kernel::builder()
             .program(p)
             .name(format!("{}_results_to_affine", G::NAME))
             .queue(q.clone())
             .global_work_size(items)
-            .arg(&results)
-            .arg(&affine)
+            .arg(&*results)
+            .arg(&*affine)
             .arg(items as u32)
             .build()?;
+        check()?;
         launch(&to_affine)?;
         let mut out = vec![0u32; items * affine_limbs];
         affine.read(&mut out).queue(&q).enq()?;
+        q.finish()?;
         // Every device buffer is freed here, before the host's share of the work.
         drop((bases_buf, scalars_buf, buckets, results, affine));
 
@@ -371,21 +405,6 @@ pub fn multiexp_split<G: GpuCurve>(
         parts.push(part);
     }
     Ok((sum, parts))
-}
-
-fn buffer(queue: &ocl::Queue, data: &[u32]) -> Result<ocl::Buffer<u32>, GpuError> {
-    Ok(ocl::Buffer::<u32>::builder()
-        .queue(queue.clone())
-        .len(data.len().max(1))
-        .copy_host_slice(data)
-        .build()?)
-}
-
-fn empty(queue: &ocl::Queue, len: usize) -> Result<ocl::Buffer<u32>, GpuError> {
-    Ok(ocl::Buffer::<u32>::builder()
-        .queue(queue.clone())
-        .len(len.max(1))
-        .build()?)
 }
 
 /// Enqueues a kernel built by this module.

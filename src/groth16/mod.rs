@@ -9,11 +9,14 @@ mod prover;
 mod verifier;
 
 pub use generator::{generate_parameters, generate_random_parameters};
-pub use options::{Priority, ProofReport, ProveOptions};
+pub use options::{Priority, ProofReport, ProveOptions, DEFAULT_CHUNK_TERMS};
 pub use params::{ParameterSource, Parameters, ReadError, VerifyingKey};
 pub use proof::Proof;
 pub use prover::{
-    create_proof, create_proof_batch, create_random_proof, create_random_proof_batch,
+    create_proof, create_proof_batch, create_proof_batch_priority, create_proof_batch_with_options,
+    create_proof_in_priority, create_proof_with_options, create_random_proof,
+    create_random_proof_batch, create_random_proof_batch_priority, create_random_proof_in_priority,
+    create_random_proof_with_options,
 };
 pub use verifier::{
     prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey,

@@ -75,13 +75,23 @@ pub struct ProveOptions {
     pub priority: Priority,
     /// Whether to use GPUs at all (with the `gpu` feature; without it, the CPU does everything).
     pub use_gpu: bool,
+    /// Only these devices (ids as `gpu_info` lists them); `None` for every selected device.
+    pub devices: Option<Vec<String>>,
+    /// Terms per multiexp chunk: the unit of work handed to a device or the CPU, and so the
+    /// bound on how long a higher priority waits for a device (one chunk of the holder).
+    pub chunk_terms: usize,
 }
+
+/// Default terms per chunk: about 50 ms of the first multiexp kernel on an H200.
+pub const DEFAULT_CHUNK_TERMS: usize = 1 << 16;
 
 impl Default for ProveOptions {
     fn default() -> Self {
         ProveOptions {
             priority: Priority::Normal,
             use_gpu: true,
+            devices: None,
+            chunk_terms: DEFAULT_CHUNK_TERMS,
         }
     }
 }
@@ -114,7 +124,7 @@ pub struct ProofReport {
     pub fft_on_gpu: bool,
     /// Times this prover gave a device up to a higher priority.
     pub preemptions: u64,
-    /// Times this prover took a device again after losing one (or starting without one).
+    /// Times this prover took a device again after losing one to a higher priority.
     pub returns_to_gpu: u64,
     /// Time spent waiting for a device held by a lower priority to be handed over.
     pub wait: Duration,

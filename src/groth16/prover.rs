@@ -12,10 +12,10 @@
 //! [`crate::domain`]. The `A` and `B` queries store bases only for variables that appear in the
 //! respective matrix, so the prover tracks which do ([`Density`]) and drops the other scalars.
 
+use super::options::{Priority, ProofReport, ProveOptions};
 use super::params::ParameterSource;
 use super::proof::Proof;
 use crate::curve::CurveAffine;
-use crate::domain::EvaluationDomain;
 use crate::multicore;
 use crate::multiexp::{multiexp, scalar_reprs, Density, LengthMismatch, ScalarRepr};
 use bellpepper_core::{
@@ -178,31 +178,6 @@ fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<ProvingAssignment, Synth
     Ok(cs)
 }
 
-/// Coefficients of `H = (A B - C) / Z`, the `n - 1` of them that can be non-zero.
-/// On the GPU when the `gpu` feature has a device, else (or when the GPU fails) on the CPU.
-fn quotient(a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> Result<Vec<Scalar>, SynthesisError> {
-    #[cfg(feature = "gpu")]
-    if let Some(h) = crate::gpu::backend::quotient(&a, &b, &c) {
-        return Ok(h);
-    }
-    let mut a = EvaluationDomain::from_coeffs(a)?;
-    let mut b = EvaluationDomain::from_coeffs(b)?;
-    let mut c = EvaluationDomain::from_coeffs(c)?;
-    for d in [&mut a, &mut b, &mut c] {
-        d.ifft();
-        d.coset_fft();
-    }
-    a.mul_assign(&b);
-    drop(b);
-    a.sub_assign(&c);
-    drop(c);
-    a.divide_by_z_on_coset();
-    a.icoset_fft();
-    let mut h = a.into_coeffs();
-    h.truncate(h.len() - 1);
-    Ok(h)
-}
-
 fn mismatch(what: &str, params: usize, circuit: usize) -> SynthesisError {
     SynthesisError::IncompatibleLengthVector(format!(
         "the parameters' {what} has {params} entries but this circuit needs {circuit}: \
@@ -218,16 +193,78 @@ fn check_len(what: &str, params: usize, circuit: usize) -> Result<(), SynthesisE
     }
 }
 
-/// One of the prover's multiexps: on the GPU when the `gpu` feature has a device, else (or when
-/// the GPU fails) on the CPU.
-fn msm<G: CurveAffine>(bases: &[G], scalars: &[ScalarRepr]) -> Result<G::Curve, SynthesisError> {
-    if bases.len() != scalars.len() {
-        return Err(mismatch("query", bases.len(), scalars.len()));
+/// Where one proof's FFTs and multiexps run: through its GPU claim (devices and the CPU, under
+/// the lock protocol) when the `gpu` feature has devices, else on the CPU.
+struct Work {
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+    chunk_terms: usize,
+    /// Multiexps computed whole on the CPU (no claim).
+    cpu_multiexps: u64,
+    #[cfg(feature = "gpu")]
+    claim: Option<crate::gpu::scheduler::GpuClaim>,
+}
+
+impl Work {
+    fn new(options: &ProveOptions) -> Work {
+        #[cfg(not(feature = "gpu"))]
+        let _ = options.use_gpu;
+        Work {
+            chunk_terms: options.chunk_terms,
+            cpu_multiexps: 0,
+            #[cfg(feature = "gpu")]
+            claim: if options.use_gpu {
+                crate::gpu::scheduler::GpuClaim::new(options.priority, options.devices.as_deref())
+            } else {
+                None
+            },
+        }
     }
-    if let Some(result) = G::gpu_multiexp(bases, scalars) {
-        return Ok(result);
+
+    fn quotient(
+        &mut self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<Vec<Scalar>, SynthesisError> {
+        #[cfg(feature = "gpu")]
+        if let Some(claim) = self.claim.as_mut() {
+            if let Some(h) = claim.quotient(&a, &b, &c) {
+                return Ok(h);
+            }
+        }
+        crate::domain::quotient(a, b, c)
     }
-    multiexp(bases, scalars).map_err(|e: LengthMismatch| mismatch("query", e.bases, e.scalars))
+
+    fn msm<G: CurveAffine>(
+        &mut self,
+        bases: &[G],
+        scalars: &[ScalarRepr],
+    ) -> Result<G::Curve, SynthesisError> {
+        if bases.len() != scalars.len() {
+            return Err(mismatch("query", bases.len(), scalars.len()));
+        }
+        #[cfg(feature = "gpu")]
+        if let Some(claim) = self.claim.as_mut() {
+            return Ok(G::scheduled_multiexp(
+                claim,
+                bases,
+                scalars,
+                self.chunk_terms,
+            ));
+        }
+        self.cpu_multiexps += 1;
+        multiexp(bases, scalars).map_err(|e: LengthMismatch| mismatch("query", e.bases, e.scalars))
+    }
+
+    /// Releases the devices and adds the counters to `report`.
+    fn finish(self, report: &mut ProofReport) {
+        report.cpu_chunks += self.cpu_multiexps;
+        report.total_chunks += self.cpu_multiexps;
+        #[cfg(feature = "gpu")]
+        if let Some(claim) = self.claim {
+            claim.finish(report);
+        }
+    }
 }
 
 /// Proves one synthesized circuit with blinding factors `r`, `s`.
@@ -236,6 +273,8 @@ fn prove<P: ParameterSource + Sync>(
     params: &P,
     r: Scalar,
     s: Scalar,
+    options: &ProveOptions,
+    report: &mut ProofReport,
 ) -> Result<Proof, SynthesisError> {
     let start = Instant::now();
     let vk = params.vk();
@@ -256,21 +295,24 @@ fn prove<P: ParameterSource + Sync>(
         return Err(SynthesisError::UnexpectedIdentity);
     }
 
-    let h = quotient(cs.a, cs.b, cs.c)?;
+    // The devices are claimed after synthesis and the checks: a failing circuit never holds one.
+    let mut work = Work::new(options);
+    let h = work.quotient(cs.a, cs.b, cs.c)?;
     log::debug!("prove: quotient polynomial in {:.2?}", start.elapsed());
-    let h = msm(params.h(), &scalar_reprs(&h))?;
+    let h = work.msm(params.h(), &scalar_reprs(&h))?;
 
     let inputs = scalar_reprs(&cs.input_assignment);
     let aux = scalar_reprs(&cs.aux_assignment);
-    let l = msm(params.l(), &aux)?;
+    let l = work.msm(params.l(), &aux)?;
     let mut a_scalars = inputs.clone();
     a_scalars.extend(cs.a_aux_density.select(&aux));
-    let a = msm(params.a(), &a_scalars)?;
+    let a = work.msm(params.a(), &a_scalars)?;
     drop(a_scalars);
     let mut b_scalars = cs.b_input_density.select(&inputs);
     b_scalars.extend(cs.b_aux_density.select(&aux));
-    let b_g1 = msm(params.b_g1(), &b_scalars)?;
-    let b_g2 = msm(params.b_g2(), &b_scalars)?;
+    let b_g1 = work.msm(params.b_g1(), &b_scalars)?;
+    let b_g2 = work.msm(params.b_g2(), &b_scalars)?;
+    work.finish(report);
     log::debug!("prove: multiexps done at {:.2?}", start.elapsed());
 
     let g_a = vk.delta_g1 * r + vk.alpha_g1 + a;
@@ -348,6 +390,24 @@ where
     C: Circuit<Scalar> + Send,
     P: ParameterSource + Sync,
 {
+    let options = ProveOptions::default();
+    let proofs = create_proof_batch_with_options(circuits, params, r, s, &options)?;
+    Ok(proofs.into_iter().map(|(p, _)| p).collect())
+}
+
+/// [`create_proof_batch`] with `options` (priority, GPU use), returning beside each proof the
+/// report of where its work ran.
+pub fn create_proof_batch_with_options<C, P>(
+    circuits: Vec<C>,
+    params: P,
+    r: Vec<Scalar>,
+    s: Vec<Scalar>,
+    options: &ProveOptions,
+) -> Result<Vec<(Proof, ProofReport)>, SynthesisError>
+where
+    C: Circuit<Scalar> + Send,
+    P: ParameterSource + Sync,
+{
     if r.len() != circuits.len() || s.len() != circuits.len() {
         return Err(SynthesisError::IncompatibleLengthVector(format!(
             "{} circuits but {} values of r and {} of s",
@@ -374,8 +434,122 @@ where
     let proofs = assignments
         .into_iter()
         .zip(r.into_iter().zip(s))
-        .map(|(cs, (r, s))| multicore::install(|| prove(cs, &params, r, s)))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|(cs, (r, s))| {
+            let mut report = ProofReport {
+                priority: options.priority,
+                ..ProofReport::default()
+            };
+            let proof = multicore::install(|| prove(cs, &params, r, s, options, &mut report))?;
+            report.total = start.elapsed();
+            Ok((proof, report))
+        })
+        .collect::<Result<Vec<_>, SynthesisError>>()?;
     log::info!("prove: {count} proof(s) in {:.2?}", start.elapsed());
     Ok(proofs)
+}
+
+/// Proves `circuit` with the blinding factors `r` and `s` and `options`; returns the proof and
+/// the report of where its work ran (chunks per device and on the CPU, preemptions, waits).
+pub fn create_proof_with_options<C, P>(
+    circuit: C,
+    params: P,
+    r: Scalar,
+    s: Scalar,
+    options: &ProveOptions,
+) -> Result<(Proof, ProofReport), SynthesisError>
+where
+    C: Circuit<Scalar> + Send,
+    P: ParameterSource + Sync,
+{
+    let mut proofs =
+        create_proof_batch_with_options(vec![circuit], params, vec![r], vec![s], options)?;
+    proofs.pop().ok_or(SynthesisError::AssignmentMissing)
+}
+
+/// [`create_proof_with_options`] with blinding factors drawn from `rng`.
+pub fn create_random_proof_with_options<C, P, R>(
+    circuit: C,
+    params: P,
+    rng: &mut R,
+    options: &ProveOptions,
+) -> Result<(Proof, ProofReport), SynthesisError>
+where
+    C: Circuit<Scalar> + Send,
+    P: ParameterSource + Sync,
+    R: RngCore,
+{
+    let r = Scalar::random(&mut *rng);
+    let s = Scalar::random(&mut *rng);
+    create_proof_with_options(circuit, params, r, s, options)
+}
+
+/// bellperson's name: [`create_proof`] at [`Priority::High`] when `priority` is true, else at
+/// [`Priority::Normal`].
+pub fn create_proof_in_priority<C, P>(
+    circuit: C,
+    params: P,
+    r: Scalar,
+    s: Scalar,
+    priority: bool,
+) -> Result<Proof, SynthesisError>
+where
+    C: Circuit<Scalar> + Send,
+    P: ParameterSource + Sync,
+{
+    let options = ProveOptions::with_priority(Priority::from_bool(priority));
+    create_proof_with_options(circuit, params, r, s, &options).map(|(p, _)| p)
+}
+
+/// bellperson's name: [`create_random_proof`] at the priority `priority` maps to.
+pub fn create_random_proof_in_priority<C, P, R>(
+    circuit: C,
+    params: P,
+    rng: &mut R,
+    priority: bool,
+) -> Result<Proof, SynthesisError>
+where
+    C: Circuit<Scalar> + Send,
+    P: ParameterSource + Sync,
+    R: RngCore,
+{
+    let options = ProveOptions::with_priority(Priority::from_bool(priority));
+    create_random_proof_with_options(circuit, params, rng, &options).map(|(p, _)| p)
+}
+
+/// bellperson's name: [`create_proof_batch`] at the priority `priority` maps to.
+pub fn create_proof_batch_priority<C, P>(
+    circuits: Vec<C>,
+    params: P,
+    r: Vec<Scalar>,
+    s: Vec<Scalar>,
+    priority: bool,
+) -> Result<Vec<Proof>, SynthesisError>
+where
+    C: Circuit<Scalar> + Send,
+    P: ParameterSource + Sync,
+{
+    let options = ProveOptions::with_priority(Priority::from_bool(priority));
+    let proofs = create_proof_batch_with_options(circuits, params, r, s, &options)?;
+    Ok(proofs.into_iter().map(|(p, _)| p).collect())
+}
+
+/// bellperson's name: [`create_random_proof_batch`] at the priority `priority` maps to.
+pub fn create_random_proof_batch_priority<C, P, R>(
+    circuits: Vec<C>,
+    params: P,
+    rng: &mut R,
+    priority: bool,
+) -> Result<Vec<Proof>, SynthesisError>
+where
+    C: Circuit<Scalar> + Send,
+    P: ParameterSource + Sync,
+    R: RngCore,
+{
+    let r = (0..circuits.len())
+        .map(|_| Scalar::random(&mut *rng))
+        .collect();
+    let s = (0..circuits.len())
+        .map(|_| Scalar::random(&mut *rng))
+        .collect();
+    create_proof_batch_priority(circuits, params, r, s, priority)
 }

@@ -1,0 +1,102 @@
+//! A stand-in GPU for tests of the scheduler and the lock protocol: it computes on the CPU at a
+//! speed the test sets, counts "device bytes" like a real kernel, and checks for interruption
+//! every millisecond as a real kernel does between launches. `PREEMPTIBLE_GROTH16_FAKE_GPUS=N`
+//! (or `N:ns-per-term`) replaces the OpenCL devices with `N` of these, in threads and child
+//! processes alike, so the preemption tests are fast, deterministic and need no OpenCL device.
+
+use super::error::GpuError;
+use crate::multiexp::{multiexp, CurveAffine, ScalarRepr};
+use blstrs::Scalar;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Environment variable that replaces the OpenCL devices with fake ones.
+pub const FAKE_GPUS_ENV: &str = "PREEMPTIBLE_GROTH16_FAKE_GPUS";
+
+/// Default speed: 2 microseconds per multiexp term (a chunk of 2^14 terms takes about 33 ms).
+const DEFAULT_NS_PER_TERM: u64 = 2_000;
+
+/// One fake device.
+#[derive(Debug)]
+pub struct FakeDevice {
+    /// Its id, `fake-<i>`.
+    pub id: String,
+    ns_per_term: u64,
+    live: AtomicU64,
+}
+
+/// The fake devices `PREEMPTIBLE_GROTH16_FAKE_GPUS` asks for (none if it is unset or malformed).
+pub fn from_env() -> Vec<FakeDevice> {
+    let Ok(spec) = std::env::var(FAKE_GPUS_ENV) else {
+        return Vec::new();
+    };
+    let mut parts = spec.split(':');
+    let count: usize = parts
+        .next()
+        .and_then(|c| c.trim().parse().ok())
+        .unwrap_or(0);
+    let ns_per_term = parts
+        .next()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(DEFAULT_NS_PER_TERM);
+    (0..count)
+        .map(|i| FakeDevice {
+            id: format!("fake-{i}"),
+            ns_per_term,
+            live: AtomicU64::new(0),
+        })
+        .collect()
+}
+
+impl FakeDevice {
+    /// Bytes "allocated" by calls running now.
+    pub fn live_device_bytes(&self) -> u64 {
+        self.live.load(Ordering::Relaxed)
+    }
+
+    /// Holds `bytes` of pretend device memory for `n` terms' worth of time, checking `interrupt`
+    /// every millisecond.
+    fn occupy(&self, n: usize, bytes: u64, interrupt: &dyn Fn() -> bool) -> Result<(), GpuError> {
+        self.live.fetch_add(bytes, Ordering::Relaxed);
+        let end = Instant::now() + Duration::from_nanos(self.ns_per_term * n as u64);
+        let result = loop {
+            if interrupt() {
+                break Err(GpuError::Interrupted);
+            }
+            let now = Instant::now();
+            if now >= end {
+                break Ok(());
+            }
+            std::thread::sleep((end - now).min(Duration::from_millis(1)));
+        };
+        self.live.fetch_sub(bytes, Ordering::Relaxed);
+        result
+    }
+
+    /// The multiexp, computed on the CPU after the pretend device time.
+    pub fn multiexp<G: CurveAffine>(
+        &self,
+        bases: &[G],
+        scalars: &[ScalarRepr],
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<G::Curve, GpuError> {
+        self.occupy(bases.len(), 128 * bases.len() as u64, interrupt)?;
+        multiexp(bases, scalars).map_err(|e| {
+            GpuError::InvalidInput(format!("{} bases but {} scalars", e.bases, e.scalars))
+        })
+    }
+
+    /// The prover's quotient, computed on the CPU after the pretend device time (a tenth of a
+    /// multiexp's per term: FFTs are short).
+    pub fn quotient(
+        &self,
+        a: &[Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<Vec<Scalar>, GpuError> {
+        self.occupy(a.len() / 10, 96 * a.len() as u64, interrupt)?;
+        crate::domain::quotient(a.to_vec(), b.to_vec(), c.to_vec())
+            .map_err(|e| GpuError::InvalidInput(e.to_string()))
+    }
+}
