@@ -104,6 +104,36 @@ pub fn multiexp<G: CurveAffine>(
     Ok(multicore::install(|| pippenger(bases, scalars)))
 }
 
+/// `sum_i scalars[i] * bases[i]` on the calling thread only, without the pool: for callers that
+/// must not queue behind the pool's other work (the test devices of `gpu::fake`).
+pub fn multiexp_serial<G: CurveAffine>(
+    bases: &[G],
+    scalars: &[ScalarRepr],
+) -> Result<G::Curve, LengthMismatch> {
+    if bases.len() != scalars.len() {
+        return Err(LengthMismatch {
+            bases: bases.len(),
+            scalars: scalars.len(),
+        });
+    }
+    if bases.is_empty() {
+        return Ok(G::Curve::identity());
+    }
+    let (c, _) = window_bits(bases.len(), 1);
+    let mut acc = G::Curve::identity();
+    for w in (0..256usize.div_ceil(c)).rev() {
+        for _ in 0..c {
+            acc = acc.double();
+        }
+        acc += if c >= AFFINE_MIN_WINDOW {
+            G::window_sum_affine(bases, scalars, w, c)
+        } else {
+            window_sum(bases, scalars, w, c)
+        };
+    }
+    Ok(acc)
+}
+
 /// The partial sum of the terms in `range`: `sum_(i in range) scalars[i] * bases[i]`.
 ///
 /// Summing the chunks of any partition of `0..n` gives the whole multiexp.

@@ -5,7 +5,7 @@
 //! processes alike, so the preemption tests are fast, deterministic and need no OpenCL device.
 
 use super::error::GpuError;
-use crate::multiexp::{multiexp, CurveAffine, ScalarRepr};
+use crate::multiexp::{multiexp_serial, CurveAffine, ScalarRepr};
 use blstrs::Scalar;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -73,7 +73,8 @@ impl FakeDevice {
         result
     }
 
-    /// The multiexp, computed on the CPU after the pretend device time.
+    /// The multiexp, computed on the calling thread after the pretend device time (not on the
+    /// pool: a device does not queue behind the CPU's work).
     pub fn multiexp<G: CurveAffine>(
         &self,
         bases: &[G],
@@ -81,7 +82,7 @@ impl FakeDevice {
         interrupt: &dyn Fn() -> bool,
     ) -> Result<G::Curve, GpuError> {
         self.occupy(bases.len(), 128 * bases.len() as u64, interrupt)?;
-        multiexp(bases, scalars).map_err(|e| {
+        multiexp_serial(bases, scalars).map_err(|e| {
             GpuError::InvalidInput(format!("{} bases but {} scalars", e.bases, e.scalars))
         })
     }

@@ -24,7 +24,8 @@ use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// How long a prover waits at its start for a lower priority to hand a device over before it
@@ -90,25 +91,38 @@ struct Shared {
     stats: Stats,
     /// Devices that failed during this proof: not taken again.
     failed: HashSet<String>,
-    /// Devices with a running worker.
-    in_use: HashSet<String>,
+    /// Devices this claim holds (idle or in a worker's hands).
+    holding: HashSet<String>,
     /// Flags raised on devices held by lower priorities, with when they were raised.
     asking: HashMap<String, (PriorityFlag, Instant)>,
     /// Whether this prover lost a device (a later take is a return).
     lost: bool,
 }
 
-/// One proof's use of the GPUs.
+/// One proof's use of the GPUs. A watcher thread probes the devices held between pieces of
+/// work (while the prover prepares the next multiexp on the CPU) and releases any that a higher
+/// priority asks for, so a request never waits for the prover's CPU work.
 pub struct GpuClaim {
+    inner: Arc<ClaimInner>,
+    watcher: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The state of a claim, shared with its workers and its watcher.
+struct ClaimInner {
     dir: PathBuf,
     priority: Priority,
     devices: Vec<&'static GpuDevice>,
-    /// Devices held between multiexps.
-    held: Vec<LockedKernel>,
+    /// Devices held and not in use by a worker (between pieces of work).
+    idle: Mutex<Vec<LockedKernel>>,
     shared: Mutex<Shared>,
     /// Whether the thread that made the claim may wait for a hand-over.
     may_wait: bool,
+    /// Tells the watcher to stop.
+    stop: AtomicBool,
 }
+
+/// How often the watcher probes idle devices.
+const WATCH_STEP: Duration = Duration::from_millis(2);
 
 fn max_opt(a: Option<Duration>, b: Duration) -> Option<Duration> {
     Some(a.map_or(b, |a| a.max(b)))
@@ -137,16 +151,75 @@ impl GpuClaim {
             c.set(c.get() + 1);
             c.get() == 1
         });
-        let mut claim = GpuClaim {
+        let inner = Arc::new(ClaimInner {
             dir,
             priority,
             devices,
-            held: Vec::new(),
+            idle: Mutex::new(Vec::new()),
             shared: Mutex::new(Shared::default()),
             may_wait,
-        };
-        claim.start();
-        Some(claim)
+            stop: AtomicBool::new(false),
+        });
+        inner.start();
+        let watched = inner.clone();
+        let watcher = std::thread::Builder::new()
+            .name("gpu-claim-watcher".into())
+            .spawn(move || watched.watch())
+            .map_err(|e| log::warn!("gpu: no watcher thread ({e}); probing between chunks only"))
+            .ok();
+        Some(GpuClaim { inner, watcher })
+    }
+
+    /// See [`ClaimInner::multiexp`].
+    pub(crate) fn multiexp<G: GpuCurve>(
+        &mut self,
+        bases: &[G],
+        scalars: &[ScalarRepr],
+        chunk_terms: usize,
+    ) -> G::Curve {
+        self.inner.multiexp(bases, scalars, chunk_terms)
+    }
+
+    /// See [`ClaimInner::quotient`].
+    pub(crate) fn quotient(
+        &mut self,
+        a: &[Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+    ) -> Option<Vec<Scalar>> {
+        self.inner.quotient(a, b, c)
+    }
+
+    /// Releases every device and writes the counters into `report`.
+    pub(crate) fn finish(mut self, report: &mut ProofReport) {
+        self.stop_watcher();
+        self.inner.finish(report);
+    }
+
+    fn stop_watcher(&mut self) {
+        self.inner.stop.store(true, Ordering::Relaxed);
+        if let Some(w) = self.watcher.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+impl ClaimInner {
+    /// Until stopped: releases idle devices that a higher priority asks for.
+    fn watch(&self) {
+        while !self.stop.load(Ordering::Relaxed) {
+            std::thread::sleep(WATCH_STEP);
+            let mut idle = lock(&self.idle);
+            let mut i = 0;
+            while i < idle.len() {
+                if idle[i].should_yield() {
+                    let k = idle.swap_remove(i);
+                    self.release(k, true);
+                } else {
+                    i += 1;
+                }
+            }
+        }
     }
 
     fn shared(&self) -> MutexGuard<'_, Shared> {
@@ -155,18 +228,21 @@ impl GpuClaim {
     }
 
     /// Takes the free devices, and if none, waits for a lower priority's hand-over.
-    fn start(&mut self) {
+    fn start(&self) {
         let taken = self.try_take();
-        self.held.extend(taken);
-        if !self.held.is_empty() || !self.may_wait || self.shared().asking.is_empty() {
+        let got = !taken.is_empty();
+        lock(&self.idle).extend(taken);
+        if got || !self.may_wait || self.shared().asking.is_empty() {
             return;
         }
         let start = Instant::now();
+        let mut got = false;
         while start.elapsed() < MAX_START_WAIT {
             std::thread::sleep(WAIT_STEP);
             let taken = self.try_take();
             if !taken.is_empty() {
-                self.held.extend(taken);
+                lock(&self.idle).extend(taken);
+                got = true;
                 break;
             }
             if self.shared().asking.is_empty() {
@@ -175,7 +251,7 @@ impl GpuClaim {
         }
         let waited = start.elapsed();
         self.shared().stats.wait += waited;
-        if self.held.is_empty() {
+        if !got {
             log::info!(
                 "gpu: {} prover waited {waited:.2?} for a device; starting on the CPU",
                 self.priority
@@ -184,16 +260,15 @@ impl GpuClaim {
     }
 
     /// Takes every device that is free, not in use by this claim, not failed and not wanted by a
-    /// higher priority; raises this prover's flag on devices that lower priorities hold.
+    /// higher priority. Only when this prover then holds no device at all does it raise its flag
+    /// on devices that lower priorities hold: a free device is taken before anyone is preempted.
     fn try_take(&self) -> Vec<LockedKernel> {
         let mut taken = Vec::new();
+        let mut busy = Vec::new();
         for &device in &self.devices {
             {
                 let s = self.shared();
-                if s.failed.contains(&device.id)
-                    || s.in_use.contains(&device.id)
-                    || self.held.iter().any(|k| k.device.id == device.id)
-                {
+                if s.failed.contains(&device.id) || s.holding.contains(&device.id) {
                     continue;
                 }
             }
@@ -203,9 +278,16 @@ impl GpuClaim {
                     Ok(None) => {}
                     Err(e) => self.give_up(device, &e.to_string()),
                 },
-                Ok(None) => self.ask_lower_holder(device),
+                Ok(None) => busy.push(device),
                 Err(e) => self.give_up(device, &e.to_string()),
             }
+        }
+        if self.shared().holding.is_empty() {
+            for device in busy {
+                self.ask_lower_holder(device);
+            }
+        } else {
+            self.shared().asking.clear();
         }
         taken
     }
@@ -222,6 +304,7 @@ impl GpuClaim {
         }
         let flag = PriorityFlag::raise(&self.dir, &device.id, self.priority).ok();
         let mut s = self.shared();
+        s.holding.insert(device.id.clone());
         if let Some((_, asked)) = s.asking.remove(&device.id) {
             let took = asked.elapsed();
             s.stats.handover = max_opt(s.stats.handover, took);
@@ -246,19 +329,28 @@ impl GpuClaim {
 
     /// A device held by someone: if a lower priority, raise our flag on it (once).
     fn ask_lower_holder(&self, device: &GpuDevice) {
-        let lower =
-            locks::holder_text(&self.dir, &device.id).is_some_and(|h| h.priority < self.priority);
+        let holder = locks::holder_text(&self.dir, &device.id);
         let mut s = self.shared();
-        if !lower {
-            // Held at our level or above (or between holders): do not wait on it.
-            s.asking.remove(&device.id);
-            return;
+        match holder {
+            Some(h) if h.priority < self.priority => {}
+            Some(_) => {
+                // Held at our level or above: do not wait on it.
+                s.asking.remove(&device.id);
+                return;
+            }
+            // Between two holders (or the text not yet written): keep whatever we had.
+            None => return,
         }
         if s.asking.contains_key(&device.id) {
             return;
         }
         match PriorityFlag::raise(&self.dir, &device.id, self.priority) {
             Ok(flag) => {
+                log::debug!(
+                    "gpu: {} prover asks for {} held by a lower priority",
+                    self.priority,
+                    device.id
+                );
                 s.asking.insert(device.id.clone(), (flag, Instant::now()));
             }
             Err(e) => log::warn!("gpu: cannot ask for {}: {e}", device.id),
@@ -281,6 +373,7 @@ impl GpuClaim {
         let id = k.device.id.clone();
         drop(k);
         let mut s = self.shared();
+        s.holding.remove(&id);
         s.stats.live_at_release = s.stats.live_at_release.max(live);
         if preempted {
             s.stats.preemptions += 1;
@@ -311,8 +404,8 @@ impl GpuClaim {
 
     /// `sum_i scalars[i] * bases[i]` in chunks of `chunk_terms` over the held devices and the
     /// CPU. The lengths must match (the caller checks).
-    pub(crate) fn multiexp<G: GpuCurve>(
-        &mut self,
+    fn multiexp<G: GpuCurve>(
+        &self,
         bases: &[G],
         scalars: &[ScalarRepr],
         chunk_terms: usize,
@@ -335,12 +428,11 @@ impl GpuClaim {
         );
         self.shared().stats.total_chunks += queue_len(&queue) as u64;
         let sum = Mutex::new(G::Curve::identity());
-        let held = std::mem::take(&mut self.held);
-        let this = &*self;
+        let held = std::mem::take(&mut *lock(&self.idle));
+        let this = self;
         let kept: Vec<LockedKernel> = std::thread::scope(|scope| {
             let mut workers = Vec::new();
             let mut spawn = |k: LockedKernel| {
-                this.shared().in_use.insert(k.device.id.clone());
                 let (queue, sum) = (&queue, &sum);
                 workers.push(scope.spawn(move || this.gpu_worker(k, queue, sum, bases, scalars)));
             };
@@ -363,7 +455,7 @@ impl GpuClaim {
                 .filter_map(|w| w.join().ok().flatten())
                 .collect()
         });
-        self.held = kept;
+        lock(&self.idle).extend(kept);
         sum.into_inner().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -377,17 +469,12 @@ impl GpuClaim {
         bases: &[G],
         scalars: &[ScalarRepr],
     ) -> Option<LockedKernel> {
-        let done = |k: &LockedKernel| {
-            self.shared().in_use.remove(&k.device.id);
-        };
         loop {
             if k.should_yield() {
-                done(&k);
                 self.release(k, true);
                 return None;
             }
             let Some(range) = lock(queue).pop_front() else {
-                done(&k);
                 return Some(k);
             };
             let result = k
@@ -407,7 +494,6 @@ impl GpuClaim {
                 }
                 Err(e) => {
                     lock(queue).push_front(range);
-                    done(&k);
                     if matches!(e, GpuError::Interrupted) {
                         self.release(k, true);
                     } else {
@@ -421,23 +507,19 @@ impl GpuClaim {
 
     /// The prover's quotient on a held (or newly taken) device; `None` means "compute it on the
     /// CPU" (no device, small, preempted, or failed).
-    pub(crate) fn quotient(
-        &mut self,
-        a: &[Scalar],
-        b: &[Scalar],
-        c: &[Scalar],
-    ) -> Option<Vec<Scalar>> {
+    fn quotient(&self, a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Option<Vec<Scalar>> {
         if a.len().next_power_of_two() < MIN_GPU_FFT {
             return None;
         }
-        if self.held.is_empty() {
-            let taken = self.try_take();
-            self.held.extend(taken);
+        let mut held = std::mem::take(&mut *lock(&self.idle));
+        if held.is_empty() {
+            held = self.try_take();
         }
-        if self.held.is_empty() {
+        if held.is_empty() {
             return None;
         }
-        let k = self.held.remove(0);
+        let k = held.remove(0);
+        lock(&self.idle).extend(held);
         if k.should_yield() {
             self.release(k, true);
             return None;
@@ -445,7 +527,7 @@ impl GpuClaim {
         match k.device.quotient(a, b, c, &|| k.should_yield()) {
             Ok(h) => {
                 self.shared().stats.fft_on_gpu = true;
-                self.held.insert(0, k);
+                lock(&self.idle).push(k);
                 Some(h)
             }
             Err(GpuError::Interrupted) => {
@@ -460,8 +542,9 @@ impl GpuClaim {
     }
 
     /// Releases every device and writes the counters into `report`.
-    pub(crate) fn finish(mut self, report: &mut ProofReport) {
-        for k in std::mem::take(&mut self.held) {
+    fn finish(&self, report: &mut ProofReport) {
+        let held = std::mem::take(&mut *lock(&self.idle));
+        for k in held {
             self.release(k, false);
         }
         let s = std::mem::take(&mut self.shared().stats);
@@ -481,6 +564,9 @@ impl GpuClaim {
 
 impl Drop for GpuClaim {
     fn drop(&mut self) {
+        self.stop_watcher();
+        // The devices go with the last reference (the workers and the watcher are done).
+        lock(&self.inner.idle).clear();
         CLAIMS_ON_THREAD.with(|c| c.set(c.get().saturating_sub(1)));
     }
 }

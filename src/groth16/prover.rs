@@ -379,7 +379,7 @@ where
 /// Proves several circuits that share `params`, circuit `i` with blinding factors `r[i]`, `s[i]`.
 ///
 /// The witnesses are synthesized in parallel; the proofs are then made one after another, each
-/// using every thread.
+/// using every thread for its FFTs and multiexps.
 pub fn create_proof_batch<C, P>(
     circuits: Vec<C>,
     params: P,
@@ -439,7 +439,10 @@ where
                 priority: options.priority,
                 ..ProofReport::default()
             };
-            let proof = multicore::install(|| prove(cs, &params, r, s, options, &mut report))?;
+            // On the caller's thread, not as one job of the pool: a whole proof queued in the pool
+            // can be stolen by a worker waiting inside another proof and then block that proof
+            // until it ends. The parallel steps inside use the pool.
+            let proof = prove(cs, &params, r, s, options, &mut report)?;
             report.total = start.elapsed();
             Ok((proof, report))
         })

@@ -1,0 +1,237 @@
+//! Preemption between provers as threads of one process, on fake devices
+//! (`PREEMPTIBLE_GROTH16_FAKE_GPUS`: the real scheduler and lock files, with a device of known
+//! speed), asserted from the provers' reports. Every proof verifies. The tests share the process's
+//! lock directory, so they run one at a time (a mutex), each with a fresh directory.
+#![cfg(feature = "gpu")]
+
+#[path = "circuits/mod.rs"]
+mod circuits;
+
+use blstrs::Scalar;
+use circuits::Squares;
+use preemptible_groth16::gpu::backend::device_ids;
+use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
+use preemptible_groth16::gpu::locks::{self, LOCK_DIR_ENV};
+use preemptible_groth16::groth16::{
+    create_proof_batch_with_options, create_random_proof_with_options, generate_random_parameters,
+    prepare_verifying_key, verify_proof, Parameters, Priority, ProofReport, ProveOptions,
+};
+use rand::{thread_rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Terms per chunk; at 4 us per term a fake chunk takes about 16 ms.
+const CHUNK: usize = 1 << 12;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Serializes the tests, points the lock directory at a fresh folder, and sets up two fake
+/// devices (read once per process, at the first proof).
+fn setup(name: &str) -> MutexGuard<'static, ()> {
+    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = env_logger::builder().is_test(true).try_init();
+    std::env::set_var(FAKE_GPUS_ENV, "2:4000");
+    let dir = std::env::temp_dir().join(format!("pg16-preempt-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::env::set_var(LOCK_DIR_ENV, &dir);
+    guard
+}
+
+struct Setup {
+    circuit: Squares,
+    params: Parameters,
+}
+
+/// Parameters for the long (2^15 constraints) and short (2^12) circuits, made once.
+fn long_and_short() -> &'static (Setup, Setup) {
+    static SETUPS: OnceLock<(Setup, Setup)> = OnceLock::new();
+    SETUPS.get_or_init(|| {
+        let rng = &mut ChaCha20Rng::seed_from_u64(7);
+        let make = |k: u32, rng: &mut ChaCha20Rng| {
+            let circuit = Squares::log2(k);
+            Setup {
+                circuit,
+                params: generate_random_parameters(circuit, rng).unwrap(),
+            }
+        };
+        (make(15, rng), make(12, rng))
+    })
+}
+
+fn options(priority: Priority, device: Option<&str>) -> ProveOptions {
+    ProveOptions {
+        priority,
+        chunk_terms: CHUNK,
+        devices: device.map(|d| vec![d.to_string()]),
+        ..ProveOptions::default()
+    }
+}
+
+/// Proves and verifies; returns the report.
+fn prove(setup: &Setup, options: &ProveOptions) -> ProofReport {
+    let (proof, report) =
+        create_random_proof_with_options(setup.circuit, &setup.params, &mut thread_rng(), options)
+            .unwrap();
+    let pvk = prepare_verifying_key(&setup.params.vk);
+    let input: Scalar = setup.circuit.output();
+    assert!(
+        verify_proof(&pvk, &proof, &[input]).unwrap(),
+        "proof verifies"
+    );
+    assert_eq!(
+        report.gpu_chunks_total() + report.cpu_chunks,
+        report.total_chunks,
+        "every chunk computed exactly once: {report:?}"
+    );
+    report
+}
+
+/// Waits until a prover at `priority` holds `device`.
+fn wait_for_holder(device: &str, priority: Priority) {
+    let dir = locks::lock_dir();
+    let start = Instant::now();
+    loop {
+        let s = locks::status(&dir, &[device.to_string()]).unwrap();
+        if s[0].holder.as_ref().map(|h| h.priority) == Some(priority) {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no {priority} holder of {device}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn a_high_prover_takes_the_device_within_a_chunk_and_the_low_one_returns() {
+    let _g = setup("handover");
+    let (long, short) = long_and_short();
+    assert_eq!(device_ids(), ["fake-0", "fake-1"]);
+    std::thread::scope(|s| {
+        let low = s.spawn(|| prove(long, &options(Priority::Low, Some("fake-0"))));
+        wait_for_holder("fake-0", Priority::Low);
+        std::thread::sleep(Duration::from_millis(50));
+        let high = prove(short, &options(Priority::High, Some("fake-0")));
+        let low = low.join().unwrap();
+
+        // 1. The high prover got the device within about one chunk of the holder (16 ms).
+        let handover = high.handover.expect("the high prover asked a lower holder");
+        assert!(handover < Duration::from_millis(500), "{high:?}");
+        assert!(high.gpu_chunks_total() > 0 && high.fft_on_gpu, "{high:?}");
+        assert_eq!(high.preemptions, 0);
+        // ... and the low one freed all its device memory before releasing it.
+        assert!(low.preemptions >= 1, "{low:?}");
+        assert_eq!(low.live_device_bytes_at_release, 0, "{low:?}");
+        assert!(low.yield_latency.unwrap() < Duration::from_millis(500));
+        // 2. The low prover went on without recomputing (checked in `prove`), partly on the CPU.
+        assert!(low.cpu_chunks > 0, "{low:?}");
+        // 3. When the device was free again it came back to it.
+        assert!(low.returns_to_gpu >= 1, "{low:?}");
+    });
+}
+
+#[test]
+fn equal_priorities_do_not_preempt_each_other() {
+    let _g = setup("equal");
+    let (long, short) = long_and_short();
+    std::thread::scope(|s| {
+        let first = s.spawn(|| prove(long, &options(Priority::Normal, Some("fake-0"))));
+        wait_for_holder("fake-0", Priority::Normal);
+        let second = prove(short, &options(Priority::Normal, Some("fake-0")));
+        let first = first.join().unwrap();
+        assert_eq!(first.preemptions, 0, "{first:?}");
+        assert_eq!(second.handover, None, "{second:?}");
+        assert_eq!(second.wait, Duration::ZERO, "no waiting for an equal");
+    });
+}
+
+#[test]
+fn three_levels_each_higher_one_takes_over() {
+    let _g = setup("three");
+    let (long, short) = long_and_short();
+    std::thread::scope(|s| {
+        let low = s.spawn(|| prove(long, &options(Priority::Low, Some("fake-0"))));
+        wait_for_holder("fake-0", Priority::Low);
+        let normal = s.spawn(|| prove(long, &options(Priority::Normal, Some("fake-0"))));
+        wait_for_holder("fake-0", Priority::Normal);
+        // The seed's case: C (high) takes over from B (normal); B goes on on the CPU beside A.
+        let high = prove(short, &options(Priority::High, Some("fake-0")));
+        let normal = normal.join().unwrap();
+        let low = low.join().unwrap();
+        assert!(
+            high.handover.is_some() && high.gpu_chunks_total() > 0,
+            "{high:?}"
+        );
+        assert!(
+            normal.handover.is_some(),
+            "normal took the device from low: {normal:?}"
+        );
+        assert!(
+            normal.preemptions >= 1,
+            "high took it from normal: {normal:?}"
+        );
+        assert!(low.preemptions >= 1, "{low:?}");
+    });
+}
+
+#[test]
+fn a_high_prover_takes_a_free_device_before_preempting() {
+    let _g = setup("free-first");
+    let (long, short) = long_and_short();
+    std::thread::scope(|s| {
+        let low = s.spawn(|| prove(long, &options(Priority::Low, Some("fake-0"))));
+        wait_for_holder("fake-0", Priority::Low);
+        // Both devices are candidates; fake-1 is free.
+        let high = prove(short, &options(Priority::High, None));
+        let low = low.join().unwrap();
+        assert_eq!(high.handover, None, "{high:?}");
+        assert!(
+            high.gpu_chunks.iter().any(|(d, c)| d == "fake-1" && *c > 0),
+            "{high:?}"
+        );
+        assert_eq!(low.preemptions, 0, "{low:?}");
+    });
+}
+
+#[test]
+fn a_batch_never_preempts_itself() {
+    let _g = setup("batch");
+    let (_, short) = long_and_short();
+    let circuits = vec![short.circuit; 3];
+    let r = vec![Scalar::from(3u64); 3];
+    let s = vec![Scalar::from(5u64); 3];
+    let proofs = create_proof_batch_with_options(
+        circuits,
+        &short.params,
+        r,
+        s,
+        &options(Priority::High, None),
+    )
+    .unwrap();
+    let pvk = prepare_verifying_key(&short.params.vk);
+    for (proof, report) in proofs {
+        assert!(verify_proof(&pvk, &proof, &[short.circuit.output()]).unwrap());
+        assert_eq!(
+            (report.preemptions, report.handover),
+            (0, None),
+            "{report:?}"
+        );
+        assert!(report.gpu_chunks_total() > 0);
+    }
+}
+
+#[test]
+fn an_unusable_lock_directory_means_a_cpu_run() {
+    let _g = setup("unusable");
+    let (_, short) = long_and_short();
+    // A path below a regular file cannot be a directory.
+    let file = locks::lock_dir().join("not-a-dir");
+    std::fs::write(&file, b"").unwrap();
+    std::env::set_var(LOCK_DIR_ENV, file.join("locks"));
+    let report = prove(short, &options(Priority::High, None));
+    assert_eq!(report.gpu_chunks_total(), 0, "{report:?}");
+    assert!(!report.fft_on_gpu);
+}
