@@ -235,3 +235,43 @@ fn an_unusable_lock_directory_means_a_cpu_run() {
     assert_eq!(report.gpu_chunks_total(), 0, "{report:?}");
     assert!(!report.fft_on_gpu);
 }
+
+/// User plus system CPU time of this process, from `/proc/self/stat` (clock ticks of 10 ms).
+#[cfg(target_os = "linux")]
+fn process_cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    Duration::from_millis(ticks * 10)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_waiting_prover_sleeps() {
+    let _g = setup("sleeps");
+    let (_, short) = long_and_short();
+    let dir = locks::lock_dir();
+    // A low holder that never yields: the high prover waits for it (at most 10 s).
+    let lock = locks::GpuLock::try_acquire(&dir, "fake-0", Priority::Low)
+        .unwrap()
+        .unwrap();
+    std::thread::scope(|s| {
+        let high = s.spawn(|| prove(short, &options(Priority::High, Some("fake-0"))));
+        std::thread::sleep(Duration::from_millis(300));
+        let (cpu, wall) = (process_cpu_time(), Instant::now());
+        std::thread::sleep(Duration::from_millis(1500));
+        let used = process_cpu_time() - cpu;
+        let window = wall.elapsed();
+        eprintln!("waiting prover: {used:?} of CPU in {window:?}");
+        drop(lock);
+        let high = high.join().unwrap();
+        assert!(
+            used.as_secs_f64() < 0.05 * window.as_secs_f64(),
+            "the waiting prover used {used:?} of CPU in {window:?}"
+        );
+        assert!(high.wait > Duration::from_secs(1), "{high:?}");
+        assert!(high.handover.is_some() && high.gpu_chunks_total() > 0, "{high:?}");
+    });
+}

@@ -146,4 +146,93 @@ impl ProofReport {
     pub fn gpu_chunks_total(&self) -> u64 {
         self.gpu_chunks.iter().map(|(_, c)| c).sum()
     }
+
+    /// The report as one line of JSON (times in milliseconds; absent latencies are `null`), for
+    /// logs and operators' tools.
+    pub fn to_json(&self) -> String {
+        let ms = |d: Duration| format!("{:.3}", d.as_secs_f64() * 1e3);
+        let opt_ms = |d: Option<Duration>| d.map_or("null".to_string(), ms);
+        let devices: Vec<String> = self
+            .gpu_chunks
+            .iter()
+            .map(|(id, c)| format!("{}:{c}", json_string(id)))
+            .collect();
+        format!(
+            "{{\"priority\":\"{}\",\"total_ms\":{},\"gpu_chunks\":{},\"gpu_chunks_by_device\":{{{}}},\
+             \"cpu_chunks\":{},\"total_chunks\":{},\"fft_on_gpu\":{},\"preemptions\":{},\
+             \"returns_to_gpu\":{},\"wait_ms\":{},\"handover_ms\":{},\"yield_ms\":{},\
+             \"live_device_bytes_at_release\":{},\"gpu_failures\":{}}}",
+            self.priority,
+            ms(self.total),
+            self.gpu_chunks_total(),
+            devices.join(","),
+            self.cpu_chunks,
+            self.total_chunks,
+            self.fft_on_gpu,
+            self.preemptions,
+            self.returns_to_gpu,
+            ms(self.wait),
+            opt_ms(self.handover),
+            opt_ms(self.yield_latency),
+            self.live_device_bytes_at_release,
+            self.gpu_failures
+        )
+    }
+}
+
+/// `s` as a JSON string literal.
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priorities_parse_and_order() {
+        assert!(Priority::Low < Priority::Normal && Priority::Normal < Priority::High);
+        for p in Priority::ALL {
+            assert_eq!(p.name().parse::<Priority>(), Ok(p));
+            assert_eq!(Priority::from_level(p.level()), Some(p));
+        }
+        assert!("urgent".parse::<Priority>().is_err());
+        assert_eq!(Priority::from_bool(true), Priority::High);
+        assert_eq!(Priority::from_bool(false), Priority::Normal);
+    }
+
+    #[test]
+    fn report_json_has_the_fields() {
+        let r = ProofReport {
+            priority: Priority::High,
+            total: Duration::from_millis(1500),
+            gpu_chunks: vec![("pci-0000:00:06.0".into(), 3), ("we\"ird".into(), 1)],
+            cpu_chunks: 2,
+            total_chunks: 6,
+            handover: Some(Duration::from_micros(2500)),
+            ..ProofReport::default()
+        };
+        let j = r.to_json();
+        assert!(
+            j.starts_with("{\"priority\":\"high\",\"total_ms\":1500.000,\"gpu_chunks\":4,"),
+            "{j}"
+        );
+        assert!(
+            j.contains("\"gpu_chunks_by_device\":{\"pci-0000:00:06.0\":3,\"we\\\"ird\":1}"),
+            "{j}"
+        );
+        assert!(j.contains("\"handover_ms\":2.500,\"yield_ms\":null"), "{j}");
+        assert!(j.ends_with("\"gpu_failures\":0}"), "{j}");
+    }
 }

@@ -1,0 +1,181 @@
+//! Preemption between provers in separate processes: this test binary re-executes itself as a
+//! child prover (`child_prover`, which does nothing unless `PG16_CHILD` is set) on fake devices
+//! and a lock directory shared with the parent. The child prints its report as one JSON line;
+//! the parent asserts on it, and kills children with SIGKILL to show that a dead holder or a dead
+//! requester leaves nothing locked.
+#![cfg(all(feature = "gpu", unix))]
+
+#[path = "circuits/mod.rs"]
+mod circuits;
+
+use blstrs::Scalar;
+use circuits::Squares;
+use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
+use preemptible_groth16::gpu::locks::{self, GpuLock, HigherPriorityProbe, LOCK_DIR_ENV};
+use preemptible_groth16::groth16::{
+    create_random_proof_with_options, generate_random_parameters, prepare_verifying_key,
+    verify_proof, Priority, ProveOptions,
+};
+use rand::thread_rng;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+const CHILD_ENV: &str = "PG16_CHILD";
+const FAKES: &str = "1:4000";
+
+/// The child's side: `PG16_CHILD=priority:log2-constraints` proves once on `fake-0` and prints
+/// `REPORT {"verified":..., ...}`.
+#[test]
+fn child_prover() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let (priority, k) = spec.split_once(':').expect("priority:k");
+    let priority: Priority = priority.parse().expect("priority");
+    let circuit = Squares::log2(k.parse().expect("k"));
+    let params = generate_random_parameters(circuit, &mut thread_rng()).unwrap();
+    let options = ProveOptions {
+        priority,
+        chunk_terms: 1 << 12,
+        ..ProveOptions::default()
+    };
+    println!("READY");
+    let (proof, report) =
+        create_random_proof_with_options(circuit, &params, &mut thread_rng(), &options).unwrap();
+    let pvk = prepare_verifying_key(&params.vk);
+    let verified = verify_proof(&pvk, &proof, &[circuit.output::<Scalar>()]).unwrap();
+    println!(
+        "REPORT {{\"verified\":{verified},{}",
+        &report.to_json()[1..]
+    );
+}
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn setup(name: &str) -> MutexGuard<'static, ()> {
+    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    std::env::set_var(FAKE_GPUS_ENV, FAKES);
+    let dir = std::env::temp_dir().join(format!("pg16-procs-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::env::set_var(LOCK_DIR_ENV, &dir);
+    guard
+}
+
+fn spawn_child(priority: Priority, k: u32) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_prover", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, format!("{priority}:{k}"))
+        .env(FAKE_GPUS_ENV, FAKES)
+        .env(LOCK_DIR_ENV, locks::lock_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("re-execute the test binary")
+}
+
+/// The child's report line, after it exits.
+fn report_of(child: Child) -> String {
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("REPORT "))
+        .unwrap_or_else(|| panic!("no report from the child: {text}"))
+        .to_string()
+}
+
+/// The number after `"key":` in a JSON line (`null` is `None`).
+fn field(json: &str, key: &str) -> Option<f64> {
+    let at = json.find(&format!("\"{key}\":"))? + key.len() + 3;
+    let rest = &json[at..];
+    let end = rest.find([',', '}']).unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "timed out: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn holder_pid() -> Option<u32> {
+    let dir = locks::lock_dir();
+    locks::status(&dir, &["fake-0".to_string()]).unwrap()[0]
+        .holder
+        .as_ref()
+        .map(|h| h.pid)
+}
+
+#[test]
+fn a_high_process_preempts_a_low_process() {
+    let _g = setup("preempt");
+    let low = spawn_child(Priority::Low, 15);
+    let low_pid = low.id();
+    wait_until("the low child holds fake-0", || {
+        holder_pid() == Some(low_pid)
+    });
+    let high = spawn_child(Priority::High, 12);
+    let high = report_of(high);
+    let low = report_of(low);
+    assert!(high.contains("\"verified\":true"), "{high}");
+    assert!(low.contains("\"verified\":true"), "{low}");
+    assert!(field(&high, "handover_ms").is_some(), "{high}");
+    assert!(field(&high, "gpu_chunks").unwrap() > 0.0, "{high}");
+    assert!(field(&low, "preemptions").unwrap() >= 1.0, "{low}");
+    assert_eq!(
+        field(&low, "live_device_bytes_at_release"),
+        Some(0.0),
+        "{low}"
+    );
+    assert_eq!(
+        field(&low, "gpu_chunks").unwrap() + field(&low, "cpu_chunks").unwrap(),
+        field(&low, "total_chunks").unwrap(),
+        "{low}"
+    );
+}
+
+#[test]
+fn killing_the_holder_frees_the_device_at_once() {
+    let _g = setup("kill-holder");
+    let mut low = spawn_child(Priority::Low, 15);
+    let low_pid = low.id();
+    wait_until("the low child holds fake-0", || {
+        holder_pid() == Some(low_pid)
+    });
+    low.kill().unwrap(); // SIGKILL
+    low.wait().unwrap();
+    // The kernel released the dead process's flock: the device is free now, without waiting.
+    let started = Instant::now();
+    let lock = GpuLock::try_acquire(&locks::lock_dir(), "fake-0", Priority::Normal).unwrap();
+    assert!(lock.is_some(), "the device is free after the holder died");
+    assert!(started.elapsed() < Duration::from_millis(100));
+    assert_eq!(holder_pid(), Some(std::process::id()));
+}
+
+#[test]
+fn killing_a_requester_clears_its_flag() {
+    let _g = setup("kill-requester");
+    let dir = locks::lock_dir();
+    // The parent holds the device at low priority and does not yield.
+    let _lock = GpuLock::try_acquire(&dir, "fake-0", Priority::Low)
+        .unwrap()
+        .unwrap();
+    let probe = HigherPriorityProbe::open(&dir, "fake-0", Priority::Low).unwrap();
+    let mut high = spawn_child(Priority::High, 12);
+    wait_until("the high child asks for fake-0", || {
+        probe.anyone_waiting().unwrap()
+    });
+    high.kill().unwrap();
+    high.wait().unwrap();
+    assert!(
+        !probe.anyone_waiting().unwrap(),
+        "the dead requester's flag is gone; the holder keeps the device"
+    );
+    assert_eq!(holder_pid(), Some(std::process::id()));
+}
