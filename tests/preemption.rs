@@ -272,6 +272,9 @@ fn a_waiting_prover_sleeps() {
             "the waiting prover used {used:?} of CPU in {window:?}"
         );
         assert!(high.wait > Duration::from_secs(1), "{high:?}");
-        assert!(high.handover.is_some() && high.gpu_chunks_total() > 0, "{high:?}");
+        assert!(
+            high.handover.is_some() && high.gpu_chunks_total() > 0,
+            "{high:?}"
+        );
     });
 }
