@@ -12,6 +12,7 @@ use circuits::Squares;
 use preemptible_groth16::gpu::backend::device_ids;
 use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
 use preemptible_groth16::gpu::locks::{self, LOCK_DIR_ENV};
+use preemptible_groth16::gpu::{gpu_is_available, PriorityGuard};
 use preemptible_groth16::groth16::{
     create_proof_batch_with_options, create_random_proof_with_options, generate_random_parameters,
     prepare_verifying_key, verify_proof, Parameters, Priority, ProofReport, ProveOptions,
@@ -277,4 +278,27 @@ fn a_waiting_prover_sleeps() {
             "{high:?}"
         );
     });
+}
+
+#[test]
+fn a_priority_guard_keeps_lower_provers_off_across_proofs() {
+    let _g = setup("guard");
+    let (_, short) = long_and_short();
+    assert!(gpu_is_available().unwrap());
+    let guard = PriorityGuard::acquire(Priority::High).unwrap();
+    // Lower priorities do not take a device while the guard lives...
+    let low = prove(short, &options(Priority::Normal, None));
+    assert_eq!(low.gpu_chunks_total(), 0, "{low:?}");
+    assert!(!low.fft_on_gpu);
+    // ... the guard's own level is not held back by it, proof after proof ...
+    for _ in 0..2 {
+        let high = prove(short, &options(Priority::High, None));
+        assert!(high.gpu_chunks_total() > 0 && high.fft_on_gpu, "{high:?}");
+        assert_eq!(high.preemptions, 0);
+    }
+    drop(guard);
+    // ... and after it, lower ones use the devices again.
+    let low = prove(short, &options(Priority::Normal, None));
+    assert!(low.gpu_chunks_total() > 0, "{low:?}");
+    assert!(gpu_is_available().unwrap());
 }
