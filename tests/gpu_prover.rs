@@ -7,24 +7,38 @@ mod circuits;
 
 use blstrs::Scalar;
 use circuits::Squares;
+use preemptible_groth16::gpu::backend::device_ids;
 use preemptible_groth16::gpu::backend::{devices, inject_failures, MIN_GPU_FFT, MIN_GPU_TERMS};
 use preemptible_groth16::gpu::device::CPU_ENV;
+use preemptible_groth16::gpu::locks;
 use preemptible_groth16::gpu::locks::LOCK_DIR_ENV;
+use preemptible_groth16::groth16::Priority;
 use preemptible_groth16::groth16::{
     create_random_proof_with_options, generate_random_parameters, prepare_verifying_key,
     verify_proof, ProveOptions,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-#[test]
-fn gpu_proofs_verify_and_gpu_failures_fall_back_to_the_cpu() {
-    // Admit PoCL before the backend picks its devices (read once, at first use), and keep this
-    // binary's locks to itself.
+/// The tests share the process's devices, lock directory and failure switch: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Admits PoCL before the backend picks its devices (read once, at first use), and keeps this
+/// binary's locks to itself.
+fn setup() -> MutexGuard<'static, ()> {
+    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     std::env::set_var(CPU_ENV, "1");
     let dir = std::env::temp_dir().join(format!("pg16-gpu-prover-{}", std::process::id()));
     std::env::set_var(LOCK_DIR_ENV, &dir);
     assert!(!devices().is_empty(), "no usable OpenCL device");
+    guard
+}
+
+#[test]
+fn gpu_proofs_verify_and_gpu_failures_fall_back_to_the_cpu() {
+    let _g = setup();
 
     let rng = &mut ChaCha20Rng::seed_from_u64(51);
     // 2^11 + 3 constraints (squares, output, inputs): a domain of 2^12, so the multiexps pass
@@ -73,4 +87,70 @@ fn gpu_proofs_verify_and_gpu_failures_fall_back_to_the_cpu() {
         report.cpu_chunks, report.total_chunks,
         "every chunk on the CPU"
     );
+}
+
+/// Preemption on the real OpenCL path: a high-priority prover takes the device from a low one
+/// within a chunk; the low one frees its buffers, goes on on the CPU, and both proofs verify.
+#[test]
+fn a_high_prover_preempts_a_low_one_on_the_opencl_device() {
+    let _g = setup();
+    let device = device_ids()[0].clone();
+    let rng = &mut ChaCha20Rng::seed_from_u64(52);
+    let long = Squares::log2(13);
+    let short = Squares { n: 1 << 11 };
+    let long_params = generate_random_parameters(long, rng).unwrap();
+    let short_params = generate_random_parameters(short, rng).unwrap();
+    let options = |priority| ProveOptions {
+        priority,
+        chunk_terms: 1 << 10,
+        devices: Some(vec![device.clone()]),
+        ..ProveOptions::default()
+    };
+    std::thread::scope(|s| {
+        let low = s.spawn(|| {
+            let mut rng = ChaCha20Rng::seed_from_u64(53);
+            create_random_proof_with_options(long, &long_params, &mut rng, &options(Priority::Low))
+                .unwrap()
+        });
+        let dir = locks::lock_dir();
+        let start = Instant::now();
+        while locks::status(&dir, &[device.clone()]).unwrap()[0]
+            .holder
+            .as_ref()
+            .map(|h| h.priority)
+            != Some(Priority::Low)
+        {
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "the low prover never held it"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let mut rng = ChaCha20Rng::seed_from_u64(54);
+        let (high_proof, high) = create_random_proof_with_options(
+            short,
+            &short_params,
+            &mut rng,
+            &options(Priority::High),
+        )
+        .unwrap();
+        let (low_proof, low) = low.join().unwrap();
+        assert!(verify_proof(
+            &prepare_verifying_key(&short_params.vk),
+            &high_proof,
+            &[short.output()]
+        )
+        .unwrap());
+        assert!(verify_proof(
+            &prepare_verifying_key(&long_params.vk),
+            &low_proof,
+            &[long.output()]
+        )
+        .unwrap());
+        assert!(high.handover.is_some(), "{high:?}");
+        assert!(high.gpu_chunks_total() > 0, "{high:?}");
+        assert!(low.preemptions >= 1, "{low:?}");
+        assert_eq!(low.live_device_bytes_at_release, 0, "{low:?}");
+        assert_eq!(low.gpu_chunks_total() + low.cpu_chunks, low.total_chunks);
+    });
 }

@@ -291,6 +291,17 @@ pub struct DeviceStatus {
 /// two system calls, so a prover trying to take a device at that very moment may find it busy
 /// once and retry at its next chunk.
 pub fn status(dir: &Path, devices: &[String]) -> Result<Vec<DeviceStatus>, LockError> {
+    if !dir.exists() {
+        // Nobody has used the directory yet: every device is free.
+        return Ok(devices
+            .iter()
+            .map(|device| DeviceStatus {
+                device: device.clone(),
+                holder: None,
+                wanted_at: Vec::new(),
+            })
+            .collect());
+    }
     devices
         .iter()
         .map(|device| {
