@@ -114,7 +114,7 @@ fn a_high_prover_preempts_a_low_one_on_the_opencl_device() {
         });
         let dir = locks::lock_dir();
         let start = Instant::now();
-        while locks::status(&dir, &[device.clone()]).unwrap()[0]
+        while locks::status(&dir, std::slice::from_ref(&device)).unwrap()[0]
             .holder
             .as_ref()
             .map(|h| h.priority)

@@ -7,7 +7,10 @@
 use super::error::GpuError;
 use crate::multiexp::{multiexp_serial, CurveAffine, ScalarRepr};
 use blstrs::Scalar;
+use group::Group;
+use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Environment variable that replaces the OpenCL devices with fake ones.
@@ -15,6 +18,22 @@ pub const FAKE_GPUS_ENV: &str = "PREEMPTIBLE_GROTH16_FAKE_GPUS";
 
 /// Default speed: 2 microseconds per multiexp term (a chunk of 2^14 terms takes about 33 ms).
 const DEFAULT_NS_PER_TERM: u64 = 2_000;
+
+/// The threads that compute the fake devices' results.
+fn fake_pool() -> &'static rayon::ThreadPool {
+    static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("fake-gpu-{i}"))
+            .build()
+            .unwrap_or_else(|_| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .build()
+                    .expect("a one-thread pool")
+            })
+    })
+}
 
 /// One fake device.
 #[derive(Debug)]
@@ -82,9 +101,31 @@ impl FakeDevice {
         interrupt: &dyn Fn() -> bool,
     ) -> Result<G::Curve, GpuError> {
         self.occupy(bases.len(), 128 * bases.len() as u64, interrupt)?;
-        multiexp_serial(bases, scalars).map_err(|e| {
-            GpuError::InvalidInput(format!("{} bases but {} scalars", e.bases, e.scalars))
-        })
+        // The result, in pieces on a pool of the fake devices' own (the crate's pool may be busy
+        // with the CPU's share, and a device does not queue behind it), each piece checking for
+        // interruption first.
+        let pieces: Vec<(&[G], &[ScalarRepr])> =
+            bases.chunks(1 << 12).zip(scalars.chunks(1 << 12)).collect();
+        let pool = fake_pool();
+        let mut sum = G::Curve::identity();
+        for batch in pieces.chunks(pool.current_num_threads().max(1)) {
+            if interrupt() {
+                return Err(GpuError::Interrupted);
+            }
+            sum += pool.install(|| {
+                batch
+                    .par_iter()
+                    .map(|(b, s)| multiexp_serial(b, s))
+                    .try_reduce(G::Curve::identity, |a, b| Ok(a + b))
+                    .map_err(|e| {
+                        GpuError::InvalidInput(format!(
+                            "{} bases but {} scalars",
+                            e.bases, e.scalars
+                        ))
+                    })
+            })?;
+        }
+        Ok(sum)
     }
 
     /// The prover's quotient, computed on the CPU after the pretend device time (a tenth of a

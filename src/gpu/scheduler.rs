@@ -5,7 +5,8 @@
 //! has asked for), and when only devices held by lower priorities are left it raises its flag on
 //! them and, at the start of the proof, waits (sleeping 1 to 4 ms between tries) for the hand-over.
 //! [`GpuClaim::multiexp`] cuts a multiexp into chunks in a queue: a GPU worker per held device
-//! takes chunks from the front, this thread computes chunks from the back on the CPU. A
+//! takes chunks from the front, this thread computes chunks from the back on the CPU (while
+//! more than two per running device are left, so that the slower CPU does not hold up the end). A
 //! [`LockedKernel`] probes for higher requests before each chunk and before each kernel launch;
 //! when one comes it stops, frees its buffers (they live only inside a call), puts the unfinished
 //! chunk back, and releases the device. Between its chunks the CPU side tries to take devices
@@ -122,6 +123,12 @@ struct ClaimInner {
     /// Tells the watcher to stop.
     stop: AtomicBool,
 }
+
+/// The CPU takes a chunk only while more than this many per running device worker are queued.
+const CPU_SHARE_GUARD: usize = 2;
+/// Sleep of the CPU side while the devices finish the last chunks (it also tries to take
+/// devices each time).
+const CPU_IDLE_STEP: Duration = Duration::from_millis(1);
 
 /// How often the watcher probes idle devices.
 const WATCH_STEP: Duration = Duration::from_millis(2);
@@ -435,24 +442,36 @@ impl ClaimInner {
         let held = std::mem::take(&mut *lock(&self.idle));
         let this = self;
         let kept: Vec<LockedKernel> = std::thread::scope(|scope| {
-            let mut workers = Vec::new();
-            let mut spawn = |k: LockedKernel| {
-                let (queue, sum) = (&queue, &sum);
-                workers.push(scope.spawn(move || this.gpu_worker(k, queue, sum, bases, scalars)));
+            let (queue_ref, sum_ref) = (&queue, &sum);
+            let spawn = |k: LockedKernel| {
+                scope.spawn(move || this.gpu_worker(k, queue_ref, sum_ref, bases, scalars))
             };
-            for k in held {
-                spawn(k);
-            }
+            let mut workers: Vec<_> = held.into_iter().map(spawn).collect();
             loop {
-                for k in this.try_take() {
-                    spawn(k);
-                }
-                let Some(range) = lock(&queue).pop_back() else {
-                    break;
+                workers.extend(this.try_take().into_iter().map(spawn));
+                let running = workers.iter().filter(|w| !w.is_finished()).count();
+                let next = {
+                    let mut q = lock(&queue);
+                    if q.is_empty() {
+                        break;
+                    }
+                    // The CPU, slower than a device, takes a chunk only when the devices have
+                    // more than two each left; otherwise it would hold up the end. When the
+                    // devices are gone (preempted, failed) it takes everything.
+                    if running == 0 || q.len() > CPU_SHARE_GUARD * running {
+                        q.pop_back()
+                    } else {
+                        None
+                    }
                 };
-                let part = cpu_part(bases, scalars, range);
-                *lock(&sum) += part;
-                this.shared().stats.cpu_chunks += 1;
+                match next {
+                    Some(range) => {
+                        let part = cpu_part(bases, scalars, range);
+                        *lock(&sum) += part;
+                        this.shared().stats.cpu_chunks += 1;
+                    }
+                    None => std::thread::sleep(CPU_IDLE_STEP),
+                }
             }
             workers
                 .into_iter()

@@ -1,0 +1,88 @@
+//! Who holds each GPU and who wants it, from the lock files (the status view).
+//!
+//! ```text
+//! cargo run --release --features gpu --example gpu_status -- [--watch SECONDS]
+//! ```
+//! Lists every OpenCL device this crate would use (or the fake devices of
+//! `PREEMPTIBLE_GROTH16_FAKE_GPUS`) with its holder (pid, priority, since when) and the priority
+//! levels whose request flag is raised, from the lock directory (`PREEMPTIBLE_GROTH16_LOCK_DIR`,
+//! else the temp directory). `--watch` repeats every half second for that long.
+
+#[cfg(feature = "gpu")]
+fn main() {
+    use preemptible_groth16::gpu::device::{self, Selection};
+    use preemptible_groth16::gpu::{fake, locks};
+    use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let watch = match args.as_slice() {
+        [] => 0.0,
+        [flag, s] if flag == "--watch" => s.parse::<f64>().unwrap_or(0.0),
+        _ => {
+            eprintln!("usage: gpu_status [--watch SECONDS]");
+            std::process::exit(2);
+        }
+    };
+    let fakes = fake::from_env();
+    let ids: Vec<String> = if fakes.is_empty() {
+        match device::list(&Selection::from_env()) {
+            Ok(d) => d.into_iter().map(|d| d.id).collect(),
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(1);
+            }
+        }
+    } else {
+        fakes.into_iter().map(|f| f.id).collect()
+    };
+    if ids.is_empty() {
+        println!("no OpenCL GPU (PREEMPTIBLE_GROTH16_OPENCL_CPU=1 admits CPU devices)");
+        return;
+    }
+    let dir = locks::lock_dir();
+    let start = Instant::now();
+    loop {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        match locks::status(&dir, &ids) {
+            Ok(status) => {
+                println!("lock directory {}", dir.display());
+                for d in status {
+                    let holder = match &d.holder {
+                        Some(h) => format!(
+                            "held by pid {} at {} priority for {:.1} s",
+                            h.pid,
+                            h.priority,
+                            now_ms.saturating_sub(h.since_unix_ms) as f64 / 1e3
+                        ),
+                        None => "free".to_string(),
+                    };
+                    let wanted: Vec<&str> = d.wanted_at.iter().map(|p| p.name()).collect();
+                    println!(
+                        "  {:<24} {holder}; wanted at: {}",
+                        d.device,
+                        if wanted.is_empty() {
+                            "-".to_string()
+                        } else {
+                            wanted.join(", ")
+                        }
+                    );
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(1);
+            }
+        }
+        if start.elapsed().as_secs_f64() >= watch {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+#[cfg(not(feature = "gpu"))]
+fn main() {
+    eprintln!("built without the `gpu` feature: cargo run --features gpu --example gpu_status");
+}

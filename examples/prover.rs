@@ -1,0 +1,260 @@
+//! The main job: a prover process at a priority, and a demo of two of them sharing a GPU.
+//!
+//! ```text
+//! cargo run --release --features gpu --example prover -- --demo [--fake] [--low K] [--high K]
+//! cargo run --release --features gpu --example prover -- --circuit squares|sha256 \
+//!     --log2-constraints K --priority low|normal|high --proofs N [--json]
+//! ```
+//!
+//! A prover run generates the circuit's parameters once and caches them under `params-cache/`,
+//! proves `N` times, verifies each proof, and prints one line per proof (with `--json`, one JSON
+//! object per line on stdout: `verified` plus the prover's report). `--demo` starts a long
+//! low-priority prover and, once it holds the GPU, a short high-priority one, as separate
+//! processes of this example; it samples the lock files every 2 ms and prints who held the GPU
+//! when, and writes the timeline as an SVG chart (`demo-timeline.svg`, or `--svg FILE`). `--fake`
+//! (or a machine without an OpenCL GPU) runs the demo on a fake device of known speed.
+
+#[path = "../tests/circuits/mod.rs"]
+mod circuits;
+
+use circuits::{Sha256Preimage, Squares};
+use preemptible_groth16::groth16::{
+    create_random_proof_with_options, generate_random_parameters, prepare_verifying_key,
+    verify_proof, Parameters, Priority, ProveOptions,
+};
+use preemptible_groth16::{Circuit, Scalar};
+use sha2::{Digest, Sha256};
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Clone, Debug)]
+struct Args {
+    circuit: String,
+    k: u32,
+    priority: Priority,
+    proofs: usize,
+    json: bool,
+    demo: bool,
+    fake: bool,
+    low: u32,
+    high: u32,
+    svg: PathBuf,
+}
+
+impl Default for Args {
+    fn default() -> Self {
+        Args {
+            circuit: "squares".into(),
+            k: 16,
+            priority: Priority::Normal,
+            proofs: 1,
+            json: false,
+            demo: false,
+            fake: false,
+            low: 18,
+            high: 14,
+            svg: "demo-timeline.svg".into(),
+        }
+    }
+}
+
+/// Makes sure the parameters of the squares circuit of `2^k` constraints are cached.
+#[cfg(feature = "gpu")]
+fn cache_squares_params(k: u32) -> Result<(), Box<dyn std::error::Error>> {
+    let a = Args {
+        k,
+        ..Args::default()
+    };
+    let (make, name) = circuit(&a);
+    params_for(&name, &*make).map(|_| ())
+}
+
+fn parse() -> Result<Args, String> {
+    let mut a = Args::default();
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
+        let number = |v: String| v.parse::<u32>().map_err(|e| format!("{flag}: {e}"));
+        match flag.as_str() {
+            "--circuit" => a.circuit = value()?,
+            "--log2-constraints" => a.k = number(value()?)?,
+            "--priority" => a.priority = value()?.parse()?,
+            "--proofs" => a.proofs = number(value()?)? as usize,
+            "--json" => a.json = true,
+            "--demo" => a.demo = true,
+            "--fake" => a.fake = true,
+            "--low" => a.low = number(value()?)?,
+            "--high" => a.high = number(value()?)?,
+            "--svg" => a.svg = value()?.into(),
+            "--help" | "-h" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    if !["squares", "sha256"].contains(&a.circuit.as_str()) {
+        return Err(format!("unknown circuit {}: squares or sha256", a.circuit));
+    }
+    if !(2..=28).contains(&a.k) {
+        return Err("--log2-constraints must be between 2 and 28".into());
+    }
+    Ok(a)
+}
+
+/// The circuit to prove, with its witness, and its public inputs.
+fn circuit(a: &Args) -> (Box<dyn Fn(bool) -> Instance>, String) {
+    match a.circuit.as_str() {
+        "sha256" => {
+            // About 2^15 constraints per 64-byte block of the preimage.
+            let blocks = (1usize << a.k.saturating_sub(15)).max(1);
+            let len = 64 * blocks - 9;
+            let name = format!("sha256-{len}");
+            (
+                Box::new(move |witness| {
+                    let preimage = vec![0x61u8; len];
+                    let inputs = Sha256Preimage::public_inputs(&Sha256::digest(&preimage));
+                    Instance::Sha(
+                        Sha256Preimage {
+                            len,
+                            preimage: witness.then_some(preimage),
+                        },
+                        inputs,
+                    )
+                }),
+                name,
+            )
+        }
+        _ => {
+            let c = Squares::log2(a.k);
+            (
+                Box::new(move |_| Instance::Squares(c, vec![c.output()])),
+                format!("squares-{}", a.k),
+            )
+        }
+    }
+}
+
+enum Instance {
+    Squares(Squares, Vec<Scalar>),
+    Sha(Sha256Preimage, Vec<Scalar>),
+}
+
+fn params_for(
+    name: &str,
+    make: &dyn Fn(bool) -> Instance,
+) -> Result<Parameters, Box<dyn std::error::Error>> {
+    let path = PathBuf::from(format!("params-cache/{name}.params"));
+    if let Ok(f) = File::open(&path) {
+        match Parameters::read(BufReader::new(f), false) {
+            Ok(p) => return Ok(p),
+            Err(e) => eprintln!(
+                "cached parameters {} unusable ({e}); generating anew",
+                path.display()
+            ),
+        }
+    }
+    eprintln!(
+        "generating parameters for {name} (once; cached in {})...",
+        path.display()
+    );
+    let t = Instant::now();
+    let rng = &mut rand::thread_rng();
+    let params = match make(false) {
+        Instance::Squares(c, _) => generate_random_parameters(c, rng)?,
+        Instance::Sha(c, _) => generate_random_parameters(c, rng)?,
+    };
+    eprintln!("generated in {:.1?}", t.elapsed());
+    std::fs::create_dir_all("params-cache")?;
+    let tmp = path.with_extension(format!("partial{}", std::process::id()));
+    params.write(BufWriter::new(File::create(&tmp)?))?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(params)
+}
+
+fn prove_one<C: Circuit<Scalar> + Send>(
+    c: C,
+    inputs: &[Scalar],
+    params: &Parameters,
+    options: &ProveOptions,
+) -> Result<(bool, preemptible_groth16::groth16::ProofReport), Box<dyn std::error::Error>> {
+    let (proof, report) =
+        create_random_proof_with_options(c, params, &mut rand::thread_rng(), options)?;
+    let verified = verify_proof(&prepare_verifying_key(&params.vk), &proof, inputs)?;
+    Ok((verified, report))
+}
+
+fn run_prover(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let (make, name) = circuit(a);
+    let params = params_for(&name, &*make)?;
+    let options = ProveOptions::with_priority(a.priority);
+    for i in 0..a.proofs {
+        if !a.json {
+            eprintln!(
+                "proof {}/{} of {name} at {} priority...",
+                i + 1,
+                a.proofs,
+                a.priority
+            );
+        }
+        let (verified, report) = match make(true) {
+            Instance::Squares(c, inputs) => prove_one(c, &inputs, &params, &options)?,
+            Instance::Sha(c, inputs) => prove_one(c, &inputs, &params, &options)?,
+        };
+        if a.json {
+            println!("{{\"verified\":{verified},{}", &report.to_json()[1..]);
+        } else {
+            println!(
+                "proof {}/{}: verified {verified}, {:.3} s, {} of {} chunks on a GPU, {} preemptions, {} returns",
+                i + 1,
+                a.proofs,
+                report.total.as_secs_f64(),
+                report.gpu_chunks_total(),
+                report.total_chunks,
+                report.preemptions,
+                report.returns_to_gpu
+            );
+        }
+        if !verified {
+            return Err("a proof did not verify".into());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(feature = "gpu")]
+#[path = "prover/demo.rs"]
+mod demo;
+
+fn main() {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let a = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("error: {e}");
+            }
+            eprintln!(
+                "usage: prover [--circuit squares|sha256] [--log2-constraints K] \
+                 [--priority low|normal|high] [--proofs N] [--json]\n       \
+                 prover --demo [--fake] [--low K] [--high K] [--svg FILE]"
+            );
+            std::process::exit(2);
+        }
+    };
+    let result = if a.demo {
+        #[cfg(feature = "gpu")]
+        {
+            demo::run(a.low, a.high, a.fake, &a.svg)
+        }
+        #[cfg(not(feature = "gpu"))]
+        {
+            Err("the demo needs the `gpu` feature: cargo run --release --features gpu --example prover -- --demo".into())
+        }
+    } else {
+        run_prover(&a)
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,252 @@
+//! The demo: a long low-priority prover and a short high-priority one as separate processes of
+//! this example, the lock files sampled every 2 ms, the timeline printed and drawn as SVG.
+
+use preemptible_groth16::gpu::device::{self, Selection};
+use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
+use preemptible_groth16::gpu::locks;
+use std::error::Error;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// One process of the demo.
+struct Role {
+    name: &'static str,
+    k: u32,
+    started: Duration,
+    ended: Duration,
+    report: String,
+}
+
+fn spawn(k: u32, priority: &str) -> Result<Child, Box<dyn Error>> {
+    Ok(Command::new(std::env::current_exe()?)
+        .args(["--circuit", "squares", "--log2-constraints"])
+        .arg(k.to_string())
+        .args(["--priority", priority, "--json"])
+        .stdout(Stdio::piped())
+        .spawn()?)
+}
+
+/// A number field of a JSON line written by this example (`None` for `null` or absent).
+fn field(json: &str, key: &str) -> Option<f64> {
+    let at = json.find(&format!("\"{key}\":"))? + key.len() + 3;
+    let rest = &json[at..];
+    let end = rest.find([',', '}']).unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+/// Runs the demo with a low prover of `2^low` and a high one of `2^high` constraints.
+pub fn run(low: u32, high: u32, fake: bool, svg: &Path) -> Result<(), Box<dyn Error>> {
+    let real: Vec<String> = device::list(&Selection::from_env())
+        .map(|d| d.into_iter().map(|d| d.id).collect())
+        .unwrap_or_default();
+    let devices = if fake || real.is_empty() {
+        if !fake {
+            eprintln!("no OpenCL GPU found: the demo runs on a fake device (2 us per term)");
+        }
+        std::env::set_var(FAKE_GPUS_ENV, "1:2000");
+        vec!["fake-0".to_string()]
+    } else {
+        real
+    };
+    let dir = locks::lock_dir();
+    std::fs::create_dir_all(&dir)?;
+    // Parameters first, so that the timeline shows proving only.
+    for k in [low, high] {
+        crate::cache_squares_params(k)?;
+    }
+    eprintln!(
+        "demo: low-priority proof of 2^{low} and high-priority proof of 2^{high} constraints; \
+         devices {devices:?}; locks in {}",
+        dir.display()
+    );
+
+    let t0 = Instant::now();
+    let stop = AtomicBool::new(false);
+    let (samples, roles) = std::thread::scope(|s| -> Result<_, Box<dyn Error>> {
+        let sampler = s.spawn(|| {
+            let mut samples: Vec<(Duration, Option<u32>)> = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let holder = locks::status(&dir, &devices[..1])
+                    .ok()
+                    .and_then(|st| st[0].holder.as_ref().map(|h| h.pid));
+                samples.push((t0.elapsed(), holder));
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            samples
+        });
+        let low_child = spawn(low, "low")?;
+        let low_pid = low_child.id();
+        let low_started = t0.elapsed();
+        let waited = Instant::now();
+        while locks::status(&dir, &devices[..1])?[0]
+            .holder
+            .as_ref()
+            .map(|h| h.pid)
+            != Some(low_pid)
+        {
+            if waited.elapsed() > Duration::from_secs(300) {
+                return Err("the low prover never took the GPU".into());
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let high_child = spawn(high, "high")?;
+        let high_started = t0.elapsed();
+        let mut roles = Vec::new();
+        for (name, k, child, started) in [
+            ("high", high, high_child, high_started),
+            ("low", low, low_child, low_started),
+        ] {
+            let pid = child.id();
+            let out = child.wait_with_output()?;
+            let report = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .last()
+                .unwrap_or_default()
+                .to_string();
+            let ended = t0.elapsed();
+            roles.push((
+                pid,
+                Role {
+                    name,
+                    k,
+                    started,
+                    ended,
+                    report,
+                },
+            ));
+        }
+        stop.store(true, Ordering::Relaxed);
+        let samples = sampler.join().map_err(|_| "the sampler panicked")?;
+        Ok((samples, roles))
+    })?;
+    let roles: Vec<(u32, Role)> = roles;
+
+    // Segments of the same holder.
+    let mut segments: Vec<(Duration, Duration, Option<u32>)> = Vec::new();
+    for (t, holder) in &samples {
+        match segments.last_mut() {
+            Some(last) if last.2 == *holder => last.1 = *t,
+            _ => segments.push((*t, *t, *holder)),
+        }
+    }
+    let name_of = |pid: Option<u32>| {
+        pid.and_then(|p| roles.iter().find(|(q, _)| *q == p).map(|(_, r)| r.name))
+            .unwrap_or(if pid.is_some() { "other" } else { "free" })
+    };
+    println!("who held {} (sampled every 2 ms):", devices[0]);
+    for (a, b, holder) in &segments {
+        println!(
+            "  {:>8.3} - {:>8.3} s  {}",
+            a.as_secs_f64(),
+            b.as_secs_f64(),
+            name_of(*holder)
+        );
+    }
+    for (pid, r) in &roles {
+        println!(
+            "{} priority (pid {pid}, 2^{} constraints): started {:.3} s, ended {:.3} s, verified {}, \
+             total {:.0} ms, hand-over {} ms, preemptions {}, returns {}, GPU chunks {} of {}",
+            r.name,
+            r.k,
+            r.started.as_secs_f64(),
+            r.ended.as_secs_f64(),
+            r.report.contains("\"verified\":true"),
+            field(&r.report, "total_ms").unwrap_or(f64::NAN),
+            field(&r.report, "handover_ms").map_or("-".into(), |h| format!("{h:.1}")),
+            field(&r.report, "preemptions").unwrap_or(f64::NAN),
+            field(&r.report, "returns_to_gpu").unwrap_or(f64::NAN),
+            field(&r.report, "gpu_chunks").unwrap_or(f64::NAN),
+            field(&r.report, "total_chunks").unwrap_or(f64::NAN),
+        );
+    }
+    write_svg(svg, &segments, &roles, &name_of)?;
+    println!("timeline chart: {}", svg.display());
+    if roles
+        .iter()
+        .any(|(_, r)| !r.report.contains("\"verified\":true"))
+    {
+        return Err("a proof did not verify".into());
+    }
+    Ok(())
+}
+
+/// Draws the timeline: one row per process (its lifetime as a thin bar, its time on the GPU as a
+/// thick one) and a time axis.
+fn write_svg(
+    path: &Path,
+    segments: &[(Duration, Duration, Option<u32>)],
+    roles: &[(u32, Role)],
+    name_of: &dyn Fn(Option<u32>) -> &'static str,
+) -> Result<(), Box<dyn Error>> {
+    let end = roles
+        .iter()
+        .map(|(_, r)| r.ended)
+        .max()
+        .unwrap_or_default()
+        .as_secs_f64()
+        .max(0.001);
+    let (left, width, row) = (110.0, 760.0, 44.0);
+    let x = |t: f64| left + width * t / end;
+    let mut svg = String::new();
+    let height = 40.0 + row * roles.len() as f64 + 40.0;
+    svg.push_str(&format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"900\" height=\"{height}\" \
+         font-family=\"sans-serif\" font-size=\"13\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"10\" y=\"22\">Who held the GPU (lock files sampled every 2 ms)</text>\n"
+    ));
+    for (i, (pid, r)) in roles.iter().enumerate() {
+        let y = 40.0 + row * i as f64;
+        let color = if r.name == "high" {
+            "#d62728"
+        } else {
+            "#1f77b4"
+        };
+        svg.push_str(&format!(
+            "<text x=\"10\" y=\"{}\">{} 2^{}</text>\n",
+            y + 22.0,
+            r.name,
+            r.k
+        ));
+        svg.push_str(&format!(
+            "<rect x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"4\" fill=\"#999\"/>\n",
+            x(r.started.as_secs_f64()),
+            y + 16.0,
+            (x(r.ended.as_secs_f64()) - x(r.started.as_secs_f64())).max(1.0)
+        ));
+        for (a, b, holder) in segments {
+            if *holder == Some(*pid) && name_of(*holder) == r.name {
+                svg.push_str(&format!(
+                    "<rect x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"24\" fill=\"{color}\"/>\n",
+                    x(a.as_secs_f64()),
+                    y + 6.0,
+                    (x(b.as_secs_f64()) - x(a.as_secs_f64())).max(1.0)
+                ));
+            }
+        }
+    }
+    let axis = 40.0 + row * roles.len() as f64 + 10.0;
+    svg.push_str(&format!(
+        "<line x1=\"{left}\" y1=\"{axis}\" x2=\"{}\" y2=\"{axis}\" stroke=\"black\"/>\n",
+        left + width
+    ));
+    let step = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0]
+        .into_iter()
+        .find(|s| end / s <= 10.0)
+        .unwrap_or(120.0);
+    let mut t = 0.0;
+    while t <= end + 1e-9 {
+        svg.push_str(&format!(
+            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{t:.1} s</text>\n",
+            x(t),
+            axis + 18.0
+        ));
+        t += step;
+    }
+    svg.push_str("</svg>\n");
+    std::fs::File::create(path)?.write_all(svg.as_bytes())?;
+    Ok(())
+}
