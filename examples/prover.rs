@@ -1,7 +1,8 @@
 //! The main job: a prover process at a priority, and a demo of two of them sharing a GPU.
 //!
 //! ```text
-//! cargo run --release --features gpu --example prover -- --demo [--fake] [--low K] [--high K]
+//! cargo run --release --features gpu --example prover -- --demo [--fake] [--low K] [--high K] \
+//!     [--rounds N] [--alone]
 //! cargo run --release --features gpu --example prover -- --circuit squares|sha256 \
 //!     --log2-constraints K --priority low|normal|high --proofs N [--json]
 //! ```
@@ -13,6 +14,9 @@
 //! processes of this example; it samples the lock files every 2 ms and prints who held the GPU
 //! when, and writes the timeline as an SVG chart (`demo-timeline.svg`, or `--svg FILE`). `--fake`
 //! (or a machine without an OpenCL GPU) runs the demo on a fake device of known speed.
+//! `--rounds N` runs N high-priority proofs one after another while the low one lives and prints
+//! the hand-over latency's p50 and p99; `--alone` first times each prover alone, and prints what
+//! the low-priority proof lost against how long the high ones held the GPU.
 
 #[path = "../tests/circuits/mod.rs"]
 mod circuits;
@@ -40,6 +44,8 @@ struct Args {
     fake: bool,
     low: u32,
     high: u32,
+    rounds: usize,
+    alone: bool,
     svg: PathBuf,
 }
 
@@ -55,6 +61,8 @@ impl Default for Args {
             fake: false,
             low: 18,
             high: 14,
+            rounds: 1,
+            alone: false,
             svg: "demo-timeline.svg".into(),
         }
     }
@@ -88,6 +96,8 @@ fn parse() -> Result<Args, String> {
             "--low" => a.low = number(value()?)?,
             "--high" => a.high = number(value()?)?,
             "--svg" => a.svg = value()?.into(),
+            "--rounds" => a.rounds = number(value()?)? as usize,
+            "--alone" => a.alone = true,
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -236,7 +246,7 @@ fn main() {
             eprintln!(
                 "usage: prover [--circuit squares|sha256] [--log2-constraints K] \
                  [--priority low|normal|high] [--proofs N] [--json]\n       \
-                 prover --demo [--fake] [--low K] [--high K] [--svg FILE]"
+                 prover --demo [--fake] [--low K] [--high K] [--rounds N] [--alone] [--svg FILE]"
             );
             std::process::exit(2);
         }
@@ -244,7 +254,7 @@ fn main() {
     let result = if a.demo {
         #[cfg(feature = "gpu")]
         {
-            demo::run(a.low, a.high, a.fake, &a.svg)
+            demo::run(a.low, a.high, a.rounds, a.alone, a.fake, &a.svg)
         }
         #[cfg(not(feature = "gpu"))]
         {

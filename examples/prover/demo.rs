@@ -29,6 +29,49 @@ fn spawn(k: u32, priority: &str) -> Result<Child, Box<dyn Error>> {
         .spawn()?)
 }
 
+/// Waits for a child and returns its pid and role (its last stdout line is its report).
+fn finish(
+    name: &'static str,
+    k: u32,
+    child: Child,
+    started: Duration,
+    t0: Instant,
+) -> Result<(u32, Role), Box<dyn Error>> {
+    let pid = child.id();
+    let out = child.wait_with_output()?;
+    let report = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    Ok((
+        pid,
+        Role {
+            name,
+            k,
+            started,
+            ended: t0.elapsed(),
+            report,
+        },
+    ))
+}
+
+/// One prover alone: its report.
+fn alone(k: u32, priority: &str) -> Result<String, Box<dyn Error>> {
+    let t0 = Instant::now();
+    let child = spawn(k, priority)?;
+    Ok(finish("alone", k, child, Duration::ZERO, t0)?.1.report)
+}
+
+/// The `q`-quantile (nearest rank) of sorted `v`.
+fn quantile(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+    v[rank - 1]
+}
+
 /// A number field of a JSON line written by this example (`None` for `null` or absent).
 fn field(json: &str, key: &str) -> Option<f64> {
     let at = json.find(&format!("\"{key}\":"))? + key.len() + 3;
@@ -38,7 +81,16 @@ fn field(json: &str, key: &str) -> Option<f64> {
 }
 
 /// Runs the demo with a low prover of `2^low` and a high one of `2^high` constraints.
-pub fn run(low: u32, high: u32, fake: bool, svg: &Path) -> Result<(), Box<dyn Error>> {
+/// With `rounds > 1`, high-priority provers run one after another while the low one lives, and
+/// the hand-over statistics are printed; with `measure_alone`, each prover first runs alone.
+pub fn run(
+    low: u32,
+    high: u32,
+    rounds: usize,
+    measure_alone: bool,
+    fake: bool,
+    svg: &Path,
+) -> Result<(), Box<dyn Error>> {
     let real: Vec<String> = device::list(&Selection::from_env())
         .map(|d| d.into_iter().map(|d| d.id).collect())
         .unwrap_or_default();
@@ -62,6 +114,19 @@ pub fn run(low: u32, high: u32, fake: bool, svg: &Path) -> Result<(), Box<dyn Er
          devices {devices:?}; locks in {}",
         dir.display()
     );
+    let alone_times = if measure_alone {
+        let h = alone(high, "high")?;
+        let l = alone(low, "low")?;
+        let ms = |r: &str| field(r, "total_ms").unwrap_or(f64::NAN);
+        println!(
+            "alone: high-priority proof {:.0} ms, low-priority proof {:.0} ms",
+            ms(&h),
+            ms(&l)
+        );
+        Some((ms(&h), ms(&l)))
+    } else {
+        None
+    };
 
     let t0 = Instant::now();
     let stop = AtomicBool::new(false);
@@ -93,32 +158,20 @@ pub fn run(low: u32, high: u32, fake: bool, svg: &Path) -> Result<(), Box<dyn Er
             std::thread::sleep(Duration::from_millis(2));
         }
         std::thread::sleep(Duration::from_millis(300));
-        let high_child = spawn(high, "high")?;
-        let high_started = t0.elapsed();
         let mut roles = Vec::new();
-        for (name, k, child, started) in [
-            ("high", high, high_child, high_started),
-            ("low", low, low_child, low_started),
-        ] {
-            let pid = child.id();
-            let out = child.wait_with_output()?;
-            let report = String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .last()
-                .unwrap_or_default()
-                .to_string();
-            let ended = t0.elapsed();
-            roles.push((
-                pid,
-                Role {
-                    name,
-                    k,
-                    started,
-                    ended,
-                    report,
-                },
-            ));
+        let mut low_child = low_child;
+        for round in 0..rounds.max(1) {
+            let high_child = spawn(high, "high")?;
+            let started = t0.elapsed();
+            roles.push(finish("high", high, high_child, started, t0)?);
+            if round + 1 < rounds {
+                if low_child.try_wait()?.is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
         }
+        roles.push(finish("low", low, low_child, low_started, t0)?);
         stop.store(true, Ordering::Relaxed);
         let samples = sampler.join().map_err(|_| "the sampler panicked")?;
         Ok((samples, roles))
@@ -161,6 +214,45 @@ pub fn run(low: u32, high: u32, fake: bool, svg: &Path) -> Result<(), Box<dyn Er
             field(&r.report, "returns_to_gpu").unwrap_or(f64::NAN),
             field(&r.report, "gpu_chunks").unwrap_or(f64::NAN),
             field(&r.report, "total_chunks").unwrap_or(f64::NAN),
+        );
+    }
+    let mut handovers: Vec<f64> = roles
+        .iter()
+        .filter(|(_, r)| r.name == "high")
+        .filter_map(|(_, r)| field(&r.report, "handover_ms"))
+        .collect();
+    handovers.sort_by(f64::total_cmp);
+    let mut high_totals: Vec<f64> = roles
+        .iter()
+        .filter(|(_, r)| r.name == "high")
+        .filter_map(|(_, r)| field(&r.report, "total_ms"))
+        .collect();
+    high_totals.sort_by(f64::total_cmp);
+    let high_held: f64 = segments
+        .iter()
+        .filter(|(_, _, h)| name_of(*h) == "high")
+        .map(|(a, b, _)| (*b - *a).as_secs_f64() * 1e3)
+        .sum();
+    let low_total = roles
+        .iter()
+        .find(|(_, r)| r.name == "low")
+        .and_then(|(_, r)| field(&r.report, "total_ms"))
+        .unwrap_or(f64::NAN);
+    println!(
+        "hand-over: {} samples, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; high-priority proof \
+         while the low one runs: median {:.0} ms; the high ones held the GPU {:.0} ms in all",
+        handovers.len(),
+        quantile(&handovers, 0.5),
+        quantile(&handovers, 0.99),
+        handovers.last().copied().unwrap_or(f64::NAN),
+        quantile(&high_totals, 0.5),
+        high_held
+    );
+    if let Some((high_alone, low_alone)) = alone_times {
+        println!(
+            "low-priority proof: alone {low_alone:.0} ms, preempted {low_total:.0} ms: lost {:.0} ms \
+             (the high ones held the GPU {high_held:.0} ms); high-priority proof alone {high_alone:.0} ms",
+            low_total - low_alone
         );
     }
     write_svg(svg, &segments, &roles, &name_of)?;

@@ -479,6 +479,17 @@ impl ClaimInner {
                 .collect()
         });
         lock(&self.idle).extend(kept);
+        // A worker preempted (or failed) on the last chunks puts them back after the CPU side
+        // may have seen an empty queue and stopped: they are computed here, so every chunk is
+        // in the sum exactly once.
+        loop {
+            let Some(range) = lock(&queue).pop_back() else {
+                break;
+            };
+            let part = cpu_part(bases, scalars, range);
+            *lock(&sum) += part;
+            self.shared().stats.cpu_chunks += 1;
+        }
         sum.into_inner().unwrap_or_else(|e| e.into_inner())
     }
 
