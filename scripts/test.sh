@@ -9,15 +9,8 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
 fi
 
-# The `gpu` feature links the OpenCL loader (libOpenCL.so, from ocl-icd-opencl-dev) and its
-# tests need a device: PoCL (pocl-opencl-icd) provides one on any CPU.
-if ! ldconfig -p | grep -q 'libOpenCL\.so ' || ! ls /etc/OpenCL/vendors/*.icd >/dev/null 2>&1; then
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    echo "installing the OpenCL loader and PoCL (apt)" >&2
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq ocl-icd-opencl-dev pocl-opencl-icd >/dev/null
-fi
+# The `gpu` feature links the OpenCL loader and its tests need a device (PoCL on any CPU).
+scripts/install-opencl.sh
 
 # The test profile is optimised (Cargo.toml), so the proofs in the tests take seconds.
 cargo test --all-features
