@@ -4,7 +4,7 @@
 //! A [`GpuClaim`] lives for one proof. It takes free devices (never one that a higher priority
 //! has asked for), and when only devices held by lower priorities are left it raises its flag on
 //! them and, at the start of the proof, waits (sleeping 1 to 4 ms between tries) for the hand-over.
-//! [`GpuClaim::multiexp`] cuts a multiexp into chunks in a queue: a GPU worker per held device
+//! `GpuClaim::multiexp` cuts a multiexp into chunks in a queue: a GPU worker per held device
 //! takes chunks from the front, this thread computes chunks from the back on the CPU (while
 //! more than two per running device are left, so that the slower CPU does not hold up the end). A
 //! [`LockedKernel`] probes for higher requests before each chunk and before each kernel launch;
@@ -179,7 +179,7 @@ impl GpuClaim {
         Some(GpuClaim { inner, watcher })
     }
 
-    /// See [`ClaimInner::multiexp`].
+    /// `sum_i scalars[i] * bases[i]` in chunks over the held devices and the CPU.
     pub(crate) fn multiexp<G: GpuCurve>(
         &mut self,
         bases: &[G],
@@ -189,7 +189,7 @@ impl GpuClaim {
         self.inner.multiexp(bases, scalars, chunk_terms)
     }
 
-    /// See [`ClaimInner::quotient`].
+    /// The prover's quotient on a held device; `None` means "compute it on the CPU".
     pub(crate) fn quotient(
         &mut self,
         a: &[Scalar],
