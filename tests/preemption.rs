@@ -302,3 +302,66 @@ fn a_priority_guard_keeps_lower_provers_off_across_proofs() {
     assert!(low.gpu_chunks_total() > 0, "{low:?}");
     assert!(gpu_is_available().unwrap());
 }
+
+/// A circuit whose synthesis makes another proof first (a proof started from inside another
+/// proof's thread).
+struct Nested<'a> {
+    inner: &'a Setup,
+    inner_options: ProveOptions,
+    outer: Squares,
+    inner_report: &'a Mutex<Option<ProofReport>>,
+}
+
+impl preemptible_groth16::Circuit<Scalar> for Nested<'_> {
+    fn synthesize<CS: preemptible_groth16::ConstraintSystem<Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), preemptible_groth16::SynthesisError> {
+        if self.inner_report.lock().unwrap().is_none() {
+            let report = prove(self.inner, &self.inner_options);
+            *self.inner_report.lock().unwrap() = Some(report);
+        }
+        self.outer.synthesize(cs)
+    }
+}
+
+#[test]
+fn a_proof_inside_another_proofs_thread_does_not_deadlock() {
+    let _g = setup("nested");
+    let (long, short) = long_and_short();
+    let inner_report = Mutex::new(None);
+    std::thread::scope(|s| {
+        let low = s.spawn(|| prove(long, &options(Priority::Low, Some("fake-0"))));
+        wait_for_holder("fake-0", Priority::Low);
+        let circuit = Nested {
+            inner: short,
+            inner_options: options(Priority::High, Some("fake-0")),
+            outer: short.circuit,
+            inner_report: &inner_report,
+        };
+        let (proof, outer) = create_random_proof_with_options(
+            circuit,
+            &short.params,
+            &mut thread_rng(),
+            &options(Priority::Normal, Some("fake-0")),
+        )
+        .unwrap();
+        let pvk = prepare_verifying_key(&short.params.vk);
+        assert!(verify_proof(&pvk, &proof, &[short.circuit.output()]).unwrap());
+        let inner = inner_report
+            .lock()
+            .unwrap()
+            .take()
+            .expect("the inner proof ran");
+        assert!(
+            inner.handover.is_some(),
+            "the inner high proof took the device: {inner:?}"
+        );
+        assert_eq!(
+            outer.gpu_chunks_total() + outer.cpu_chunks,
+            outer.total_chunks
+        );
+        let low = low.join().unwrap();
+        assert!(low.preemptions >= 1, "{low:?}");
+    });
+}

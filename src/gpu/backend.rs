@@ -85,6 +85,11 @@ impl GpuDevice {
         }
     }
 
+    /// Whether this device can run the quotient (its FFT program built).
+    pub(crate) fn has_fft(&self) -> bool {
+        !matches!(self.engine, Engine::OpenCl { fft: None, .. })
+    }
+
     /// Bytes of device memory the kernels hold now.
     pub fn live_device_bytes(&self) -> u64 {
         match &self.engine {

@@ -549,10 +549,12 @@ impl ClaimInner {
         if held.is_empty() {
             held = self.try_take();
         }
-        if held.is_empty() {
+        // A device without an FFT program still serves the multiexps: not a failure.
+        let Some(at) = held.iter().position(|k| k.device.has_fft()) else {
+            lock(&self.idle).extend(held);
             return None;
-        }
-        let k = held.remove(0);
+        };
+        let k = held.remove(at);
         lock(&self.idle).extend(held);
         if k.should_yield() {
             self.release(k, true);
