@@ -197,6 +197,16 @@ fn run_prover(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let (make, name) = circuit(a);
     let params = params_for(&name, &*make)?;
     let options = ProveOptions::with_priority(a.priority);
+    // A service readies its GPUs once at start: device discovery, programs (compiled or from the
+    // caches) and contexts; the proofs' times then show proving only.
+    #[cfg(feature = "gpu")]
+    {
+        let t = Instant::now();
+        let n = preemptible_groth16::gpu::backend::devices().len();
+        if !a.json {
+            eprintln!("{n} GPU(s) ready in {:.2?}", t.elapsed());
+        }
+    }
     for i in 0..a.proofs {
         if !a.json {
             eprintln!(

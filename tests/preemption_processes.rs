@@ -10,6 +10,7 @@ mod circuits;
 
 use blstrs::Scalar;
 use circuits::Squares;
+use preemptible_groth16::gpu::device::{self, Selection, CPU_ENV};
 use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
 use preemptible_groth16::gpu::locks::{self, GpuLock, HigherPriorityProbe, LOCK_DIR_ENV};
 use preemptible_groth16::groth16::{
@@ -22,6 +23,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 const CHILD_ENV: &str = "PG16_CHILD";
+/// Set for a child that proves on the OpenCL device (PoCL in CI) instead of the fake one.
+const CHILD_OPENCL_ENV: &str = "PG16_CHILD_OPENCL";
 const FAKES: &str = "1:4000";
 
 /// The child's side: `PG16_CHILD=priority:log2-constraints` proves once on `fake-0` and prints
@@ -35,9 +38,14 @@ fn child_prover() {
     let priority: Priority = priority.parse().expect("priority");
     let circuit = Squares::log2(k.parse().expect("k"));
     let params = generate_random_parameters(circuit, &mut thread_rng()).unwrap();
+    let chunk_terms = if std::env::var_os(CHILD_OPENCL_ENV).is_some() {
+        1 << 10
+    } else {
+        1 << 12
+    };
     let options = ProveOptions {
         priority,
-        chunk_terms: 1 << 12,
+        chunk_terms,
         ..ProveOptions::default()
     };
     println!("READY");
@@ -64,15 +72,30 @@ fn setup(name: &str) -> MutexGuard<'static, ()> {
 }
 
 fn spawn_child(priority: Priority, k: u32) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_prover", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, format!("{priority}:{k}"))
+    child_command(priority, k)
         .env(FAKE_GPUS_ENV, FAKES)
-        .env(LOCK_DIR_ENV, locks::lock_dir())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
         .spawn()
         .expect("re-execute the test binary")
+}
+
+/// A child on the OpenCL device (PoCL admitted) instead of the fake one.
+fn spawn_opencl_child(priority: Priority, k: u32) -> Child {
+    child_command(priority, k)
+        .env_remove(FAKE_GPUS_ENV)
+        .env(CPU_ENV, "1")
+        .env(CHILD_OPENCL_ENV, "1")
+        .spawn()
+        .expect("re-execute the test binary")
+}
+
+fn child_command(priority: Priority, k: u32) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args(["--exact", "child_prover", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, format!("{priority}:{k}"))
+        .env(LOCK_DIR_ENV, locks::lock_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    c
 }
 
 /// The child's report line, after it exits.
@@ -105,8 +128,12 @@ fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
 }
 
 fn holder_pid() -> Option<u32> {
+    holder_pid_of("fake-0")
+}
+
+fn holder_pid_of(device: &str) -> Option<u32> {
     let dir = locks::lock_dir();
-    locks::status(&dir, &["fake-0".to_string()]).unwrap()[0]
+    locks::status(&dir, &[device.to_string()]).unwrap()[0]
         .holder
         .as_ref()
         .map(|h| h.pid)
@@ -178,4 +205,35 @@ fn killing_a_requester_clears_its_flag() {
         "the dead requester's flag is gone; the holder keeps the device"
     );
     assert_eq!(holder_pid(), Some(std::process::id()));
+}
+
+/// The same across processes on the OpenCL device (PoCL in CI): the children build and load the
+/// real kernels.
+#[test]
+fn a_high_process_preempts_a_low_process_on_the_opencl_device() {
+    let _g = setup("opencl");
+    let mut selection = Selection::from_env();
+    selection.include_cpu = true;
+    let device = device::list(&selection)
+        .unwrap()
+        .into_iter()
+        .next()
+        .expect("an OpenCL device")
+        .id;
+    let low = spawn_opencl_child(Priority::Low, 13);
+    let low_pid = low.id();
+    wait_until("the low child holds the device", || {
+        holder_pid_of(&device) == Some(low_pid)
+    });
+    let high = report_of(spawn_opencl_child(Priority::High, 11));
+    let low = report_of(low);
+    assert!(high.contains("\"verified\":true"), "{high}");
+    assert!(low.contains("\"verified\":true"), "{low}");
+    assert!(field(&high, "handover_ms").is_some(), "{high}");
+    assert!(field(&low, "preemptions").unwrap() >= 1.0, "{low}");
+    assert_eq!(
+        field(&low, "live_device_bytes_at_release"),
+        Some(0.0),
+        "{low}"
+    );
 }

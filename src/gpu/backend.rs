@@ -108,7 +108,8 @@ pub fn inject_failures(on: bool) {
 }
 
 /// The devices of this process (built at the first call; those whose programs do not build are
-/// left out, with a warning).
+/// left out, with a warning). A long-running service calls this once at start, so that its first
+/// proof does not pay for device discovery, program loading and context creation.
 pub fn devices() -> &'static [GpuDevice] {
     DEVICES.get_or_init(|| {
         let fakes = fake::from_env();
