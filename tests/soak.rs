@@ -1,0 +1,214 @@
+//! A soak test of many provers as separate processes with random priorities, some killed with
+//! SIGKILL at random moments, on fake devices. Every finished proof must verify; afterwards no
+//! device may stay locked or wanted, and the lock directory must hold exactly the files of the
+//! protocol (it does not grow). The run ends with a summary.
+//!
+//! CI runs the short version (`PG16_SOAK_SECONDS`, default 12 s); `scripts/soak.sh` runs it for
+//! longer. Children are this test binary re-executed (`soak_child`).
+#![cfg(all(feature = "gpu", unix))]
+
+#[path = "circuits/mod.rs"]
+mod circuits;
+
+use blstrs::Scalar;
+use circuits::Squares;
+use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
+use preemptible_groth16::gpu::locks::{self, LOCK_DIR_ENV};
+use preemptible_groth16::groth16::{
+    create_random_proof_with_options, generate_random_parameters, prepare_verifying_key,
+    verify_proof, Parameters, Priority, ProveOptions,
+};
+use rand::{thread_rng, Rng};
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CHILD_ENV: &str = "PG16_SOAK_CHILD";
+const SECONDS_ENV: &str = "PG16_SOAK_SECONDS";
+const PROVERS_ENV: &str = "PG16_SOAK_PROVERS";
+const FAKES: &str = "2:3000";
+const DEVICES: [&str; 2] = ["fake-0", "fake-1"];
+/// Circuit sizes the provers pick from.
+const SIZES: [u32; 3] = [11, 12, 13];
+
+fn params_path(dir: &std::path::Path, k: u32) -> PathBuf {
+    dir.join(format!("squares-{k}.params"))
+}
+
+/// The child's side: `PG16_SOAK_CHILD=priority:k:params-dir` proves once and prints `REPORT ...`.
+#[test]
+fn soak_child() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let mut parts = spec.splitn(3, ':');
+    let priority: Priority = parts.next().unwrap().parse().unwrap();
+    let k: u32 = parts.next().unwrap().parse().unwrap();
+    let dir = PathBuf::from(parts.next().unwrap());
+    let params = Parameters::read(
+        BufReader::new(File::open(params_path(&dir, k)).unwrap()),
+        false,
+    )
+    .unwrap();
+    let circuit = Squares::log2(k);
+    let options = ProveOptions {
+        priority,
+        chunk_terms: 1 << 10,
+        ..ProveOptions::default()
+    };
+    let (proof, report) =
+        create_random_proof_with_options(circuit, &params, &mut thread_rng(), &options).unwrap();
+    let pvk = prepare_verifying_key(&params.vk);
+    let verified = verify_proof(&pvk, &proof, &[circuit.output::<Scalar>()]).unwrap();
+    println!(
+        "REPORT {{\"verified\":{verified},{}",
+        &report.to_json()[1..]
+    );
+}
+
+fn field(json: &str, key: &str) -> Option<f64> {
+    let at = json.find(&format!("\"{key}\":"))? + key.len() + 3;
+    let rest = &json[at..];
+    let end = rest.find([',', '}']).unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1]
+}
+
+struct Running {
+    child: Child,
+    kill_at: Option<Instant>,
+}
+
+#[test]
+fn soak_many_provers_with_kills() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return;
+    }
+    let seconds: u64 = std::env::var(SECONDS_ENV)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(12);
+    let provers: usize = std::env::var(PROVERS_ENV)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4);
+    let root = std::env::temp_dir().join(format!("pg16-soak-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let lock_dir = root.join("locks");
+    std::fs::create_dir_all(&lock_dir).unwrap();
+    let rng = &mut thread_rng();
+    for k in SIZES {
+        let params = generate_random_parameters(Squares::log2(k), rng).unwrap();
+        params
+            .write(BufWriter::new(File::create(params_path(&root, k)).unwrap()))
+            .unwrap();
+    }
+
+    let spawn = |rng: &mut rand::rngs::ThreadRng| {
+        let priority = Priority::ALL[rng.gen_range(0..3)];
+        let k = SIZES[rng.gen_range(0..SIZES.len())];
+        let child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "soak_child", "--nocapture", "--test-threads=1"])
+            .env(CHILD_ENV, format!("{priority}:{k}:{}", root.display()))
+            .env(FAKE_GPUS_ENV, FAKES)
+            .env(LOCK_DIR_ENV, &lock_dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // About one prover in three is killed at a random moment of its life.
+        let kill_at = rng
+            .gen_bool(0.3)
+            .then(|| Instant::now() + Duration::from_millis(rng.gen_range(20..800)));
+        Running { child, kill_at }
+    };
+
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let mut running: Vec<Running> = (0..provers).map(|_| spawn(rng)).collect();
+    let (mut proofs, mut kills, mut failed) = (0usize, 0usize, Vec::new());
+    let (mut preemptions, mut returns) = (0.0, 0.0);
+    let mut handovers = Vec::new();
+    while !running.is_empty() {
+        let mut i = 0;
+        while i < running.len() {
+            let r = &mut running[i];
+            if r.kill_at.is_some_and(|t| Instant::now() >= t) {
+                if r.child.try_wait().unwrap().is_none() {
+                    r.child.kill().unwrap();
+                    kills += 1;
+                }
+                r.kill_at = None;
+            }
+            if r.child.try_wait().unwrap().is_some() {
+                let done = running.swap_remove(i);
+                let out = done.child.wait_with_output().unwrap();
+                let text = String::from_utf8_lossy(&out.stdout);
+                // libtest may print the test's name on the same line before the report.
+                let report = text
+                    .lines()
+                    .find_map(|l| l.find("REPORT ").map(|at| &l[at + "REPORT ".len()..]));
+                if let Some(report) = report {
+                    proofs += 1;
+                    if !report.contains("\"verified\":true") {
+                        failed.push(report.to_string());
+                    }
+                    preemptions += field(report, "preemptions").unwrap_or(0.0);
+                    returns += field(report, "returns_to_gpu").unwrap_or(0.0);
+                    handovers.extend(field(report, "handover_ms"));
+                } else if out.status.code().is_some() {
+                    // Exited without a report and without being killed: a failure.
+                    failed.push(format!("exit {:?}: {text}", out.status));
+                }
+                if Instant::now() < deadline {
+                    running.push(spawn(rng));
+                }
+            } else {
+                i += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+
+    handovers.sort_by(f64::total_cmp);
+    println!(
+        "soak: {seconds} s, {provers} provers at a time: {proofs} proofs verified, {kills} killed, \
+         {preemptions} preemptions, {returns} returns to the GPU, hand-over p50 {:.1} ms p99 \
+         {:.1} ms ({} samples)",
+        quantile(&handovers, 0.5),
+        quantile(&handovers, 0.99),
+        handovers.len()
+    );
+    assert!(failed.is_empty(), "failed provers: {failed:?}");
+    assert!(proofs > 0, "no proof finished");
+
+    // Nothing stays locked or wanted after the last prover is gone, killed ones included.
+    let ids: Vec<String> = DEVICES.iter().map(|d| d.to_string()).collect();
+    for d in locks::status(&lock_dir, &ids).unwrap() {
+        assert_eq!(d.holder, None, "{} still held", d.device);
+        assert!(
+            d.wanted_at.is_empty(),
+            "{} still wanted: {:?}",
+            d.device,
+            d.wanted_at
+        );
+    }
+    // The directory holds the protocol's files and nothing else: a lock and three flags per device.
+    let mut files: Vec<String> = std::fs::read_dir(&lock_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert!(
+        files.len() <= 4 * DEVICES.len(),
+        "the lock directory grew: {files:?}"
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
