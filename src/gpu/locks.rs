@@ -25,6 +25,10 @@
 //!    Callers that wait for a device sleep between tries.
 //! 5. A file that cannot be created, opened or locked is a [`LockError`], never a panic; the
 //!    caller then computes on the CPU.
+//! 6. Deleting the lock directory while provers run breaks invariant 1 for a moment: a holder
+//!    keeps its lock on the deleted file while a newcomer locks a new one. Holders check
+//!    [`GpuLock::is_current`] at every probe and stop when it fails, so the overlap lasts at
+//!    most one chunk.
 //!
 //! flock is per open file description, so two threads that each open the file contend exactly
 //! as two processes do: one mechanism serves both. (Calls name `fs2::FileExt` explicitly: recent
@@ -120,6 +124,7 @@ fn would_block(e: &std::io::Error) -> bool {
 #[derive(Debug)]
 pub struct GpuLock {
     file: File,
+    path: PathBuf,
     device: String,
     priority: Priority,
     since: Instant,
@@ -150,6 +155,7 @@ impl GpuLock {
             .and_then(|_| file.write_all(text.as_bytes()));
         Ok(Some(GpuLock {
             file,
+            path,
             device: device.to_string(),
             priority,
             since: Instant::now(),
@@ -164,6 +170,27 @@ impl GpuLock {
     /// The priority it was taken at.
     pub fn priority(&self) -> Priority {
         self.priority
+    }
+
+    /// Whether the lock file is still the one at its path. If the lock directory was deleted
+    /// (or the file replaced) while we hold it, another prover can create a new file there and
+    /// take the device: the holder must then stop at its next probe (invariant 1 holds again from
+    /// there). Errors reading either file count as "no longer ours".
+    pub fn is_current(&self) -> bool {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            match (std::fs::metadata(&self.path), self.file.metadata()) {
+                (Ok(on_disk), Ok(ours)) => {
+                    on_disk.dev() == ours.dev() && on_disk.ino() == ours.ino()
+                }
+                _ => false,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            self.path.exists()
+        }
     }
 
     /// How long it has been held.
@@ -406,6 +433,24 @@ mod tests {
         let s = status(&d, &devices).unwrap();
         assert_eq!(s[0].holder.as_ref().unwrap().priority, Priority::Normal);
         assert_eq!(s[0].wanted_at, vec![Priority::High]);
+    }
+
+    #[test]
+    fn a_deleted_directory_is_noticed_by_the_holder() {
+        let d = dir("deleted");
+        let old = GpuLock::try_acquire(&d, "x", Priority::Low)
+            .unwrap()
+            .unwrap();
+        assert!(old.is_current());
+        std::fs::remove_dir_all(&d).unwrap();
+        assert!(!old.is_current());
+        std::fs::create_dir_all(&d).unwrap();
+        // A new file lets another prover in: the old holder must notice (it probes) and stop.
+        let new = GpuLock::try_acquire(&d, "x", Priority::Low)
+            .unwrap()
+            .unwrap();
+        assert!(new.is_current());
+        assert!(!old.is_current());
     }
 
     #[test]

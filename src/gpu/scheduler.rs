@@ -58,6 +58,14 @@ impl LockedKernel {
     /// Whether a higher priority has asked for this device. A probe that fails (the lock
     /// directory vanished) is logged and read as "no": the device is ours until we are done.
     fn should_yield(&self) -> bool {
+        if !self.lock.is_current() {
+            log::warn!(
+                "gpu: the lock file of {} was deleted or replaced; giving the device up",
+                self.device.id
+            );
+            lock(&self.asked_at).get_or_insert_with(Instant::now);
+            return true;
+        }
         match self.probe.anyone_waiting() {
             Ok(true) => {
                 lock(&self.asked_at).get_or_insert_with(Instant::now);
