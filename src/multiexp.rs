@@ -90,17 +90,23 @@ pub struct LengthMismatch {
     pub scalars: usize,
 }
 
+fn check_lengths<G>(bases: &[G], scalars: &[ScalarRepr]) -> Result<(), LengthMismatch> {
+    if bases.len() == scalars.len() {
+        Ok(())
+    } else {
+        Err(LengthMismatch {
+            bases: bases.len(),
+            scalars: scalars.len(),
+        })
+    }
+}
+
 /// `sum_i scalars[i] * bases[i]`, using all threads of the crate's pool.
 pub fn multiexp<G: CurveAffine>(
     bases: &[G],
     scalars: &[ScalarRepr],
 ) -> Result<G::Curve, LengthMismatch> {
-    if bases.len() != scalars.len() {
-        return Err(LengthMismatch {
-            bases: bases.len(),
-            scalars: scalars.len(),
-        });
-    }
+    check_lengths(bases, scalars)?;
     Ok(multicore::install(|| pippenger(bases, scalars)))
 }
 
@@ -110,12 +116,7 @@ pub fn multiexp_serial<G: CurveAffine>(
     bases: &[G],
     scalars: &[ScalarRepr],
 ) -> Result<G::Curve, LengthMismatch> {
-    if bases.len() != scalars.len() {
-        return Err(LengthMismatch {
-            bases: bases.len(),
-            scalars: scalars.len(),
-        });
-    }
+    check_lengths(bases, scalars)?;
     if bases.is_empty() {
         return Ok(G::Curve::identity());
     }

@@ -7,6 +7,8 @@
 
 #[path = "circuits/mod.rs"]
 mod circuits;
+#[path = "reports/mod.rs"]
+mod reports;
 
 use blstrs::Scalar;
 use circuits::Squares;
@@ -18,6 +20,7 @@ use preemptible_groth16::groth16::{
     verify_proof, Priority, ProveOptions,
 };
 use rand::thread_rng;
+use reports::{field, report_in};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -102,18 +105,9 @@ fn child_command(priority: Priority, k: u32) -> Command {
 fn report_of(child: Child) -> String {
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .find_map(|l| l.strip_prefix("REPORT "))
+    report_in(&text)
         .unwrap_or_else(|| panic!("no report from the child: {text}"))
         .to_string()
-}
-
-/// The number after `"key":` in a JSON line (`null` is `None`).
-fn field(json: &str, key: &str) -> Option<f64> {
-    let at = json.find(&format!("\"{key}\":"))? + key.len() + 3;
-    let rest = &json[at..];
-    let end = rest.find([',', '}']).unwrap_or(rest.len());
-    rest[..end].parse().ok()
 }
 
 fn wait_until(what: &str, mut f: impl FnMut() -> bool) {

@@ -9,6 +9,8 @@
 
 #[path = "circuits/mod.rs"]
 mod circuits;
+#[path = "reports/mod.rs"]
+mod reports;
 
 use blstrs::Scalar;
 use circuits::Squares;
@@ -19,6 +21,7 @@ use preemptible_groth16::groth16::{
     verify_proof, Parameters, Priority, ProveOptions,
 };
 use rand::{thread_rng, Rng};
+use reports::{field, quantile, report_in};
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
@@ -66,20 +69,6 @@ fn soak_child() {
         "REPORT {{\"verified\":{verified},{}",
         &report.to_json()[1..]
     );
-}
-
-fn field(json: &str, key: &str) -> Option<f64> {
-    let at = json.find(&format!("\"{key}\":"))? + key.len() + 3;
-    let rest = &json[at..];
-    let end = rest.find([',', '}']).unwrap_or(rest.len());
-    rest[..end].parse().ok()
-}
-
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1]
 }
 
 struct Running {
@@ -151,11 +140,7 @@ fn soak_many_provers_with_kills() {
                 let done = running.swap_remove(i);
                 let out = done.child.wait_with_output().unwrap();
                 let text = String::from_utf8_lossy(&out.stdout);
-                // libtest may print the test's name on the same line before the report.
-                let report = text
-                    .lines()
-                    .find_map(|l| l.find("REPORT ").map(|at| &l[at + "REPORT ".len()..]));
-                if let Some(report) = report {
+                if let Some(report) = report_in(&text) {
                     proofs += 1;
                     if !report.contains("\"verified\":true") {
                         failed.push(report.to_string());

@@ -1,9 +1,13 @@
 //! The demo: a long low-priority prover and a short high-priority one as separate processes of
 //! this example, the lock files sampled every 2 ms, the timeline printed and drawn as SVG.
 
+#[path = "../../tests/reports/mod.rs"]
+mod reports;
+
 use preemptible_groth16::gpu::device::{self, Selection};
 use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
 use preemptible_groth16::gpu::locks;
+use reports::{field, quantile};
 use std::error::Error;
 use std::io::Write;
 use std::path::Path;
@@ -61,23 +65,6 @@ fn alone(k: u32, priority: &str) -> Result<String, Box<dyn Error>> {
     let t0 = Instant::now();
     let child = spawn(k, priority)?;
     Ok(finish("alone", k, child, Duration::ZERO, t0)?.1.report)
-}
-
-/// The `q`-quantile (nearest rank) of sorted `v`.
-fn quantile(v: &[f64], q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
-    v[rank - 1]
-}
-
-/// A number field of a JSON line written by this example (`None` for `null` or absent).
-fn field(json: &str, key: &str) -> Option<f64> {
-    let at = json.find(&format!("\"{key}\":"))? + key.len() + 3;
-    let rest = &json[at..];
-    let end = rest.find([',', '}']).unwrap_or(rest.len());
-    rest[..end].parse().ok()
 }
 
 /// Runs the demo with a low prover of `2^low` and a high one of `2^high` constraints.

@@ -356,6 +356,13 @@ where
     create_proof(circuit, params, r, s)
 }
 
+/// `count` random values of `r`, then `count` of `s`.
+fn blinding_factors<R: RngCore>(count: usize, rng: &mut R) -> (Vec<Scalar>, Vec<Scalar>) {
+    let mut draw = || -> Vec<Scalar> { (0..count).map(|_| Scalar::random(&mut *rng)).collect() };
+    let r = draw();
+    (r, draw())
+}
+
 /// Proves several circuits that share `params`, each with blinding factors drawn from `rng`.
 pub fn create_random_proof_batch<C, P, R>(
     circuits: Vec<C>,
@@ -367,12 +374,7 @@ where
     P: ParameterSource + Sync,
     R: RngCore,
 {
-    let r = (0..circuits.len())
-        .map(|_| Scalar::random(&mut *rng))
-        .collect();
-    let s = (0..circuits.len())
-        .map(|_| Scalar::random(&mut *rng))
-        .collect();
+    let (r, s) = blinding_factors(circuits.len(), rng);
     create_proof_batch(circuits, params, r, s)
 }
 
@@ -548,11 +550,6 @@ where
     P: ParameterSource + Sync,
     R: RngCore,
 {
-    let r = (0..circuits.len())
-        .map(|_| Scalar::random(&mut *rng))
-        .collect();
-    let s = (0..circuits.len())
-        .map(|_| Scalar::random(&mut *rng))
-        .collect();
+    let (r, s) = blinding_factors(circuits.len(), rng);
     create_proof_batch_priority(circuits, params, r, s, priority)
 }
