@@ -217,3 +217,29 @@ fn errors_convert_to_io_errors() {
     let err: std::io::Error = Parameters::read(&[][..], false).unwrap_err().into();
     assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof);
 }
+
+/// Writes valid encodings as seeds for the fuzz targets when `PG16_FUZZ_SEEDS` names a directory
+/// (`scripts/fuzz.sh` does this); otherwise does nothing.
+#[test]
+fn write_fuzz_seeds() {
+    let Some(dir) = std::env::var_os("PG16_FUZZ_SEEDS") else {
+        return;
+    };
+    let dir = std::path::PathBuf::from(dir);
+    let (params, proof, _) = setup();
+    let write = |target: &str, bytes: &[u8]| {
+        let d = dir.join(target);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("valid"), bytes).unwrap();
+    };
+    // The parameters target reads a flag byte first (checked or not).
+    let mut p = vec![1u8];
+    p.extend(bytes_of(&params));
+    write("read_parameters", &p);
+    let mut vk = Vec::new();
+    params.vk.write(&mut vk).unwrap();
+    write("read_verifying_key", &vk);
+    let mut pr = Vec::new();
+    proof.write(&mut pr).unwrap();
+    write("read_proof", &pr);
+}
