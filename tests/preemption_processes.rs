@@ -10,17 +10,13 @@ mod circuits;
 #[path = "reports/mod.rs"]
 mod reports;
 
-use blstrs::Scalar;
 use circuits::Squares;
 use preemptible_groth16::gpu::device::{self, Selection, CPU_ENV};
 use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
 use preemptible_groth16::gpu::locks::{self, GpuLock, HigherPriorityProbe, LOCK_DIR_ENV};
-use preemptible_groth16::groth16::{
-    create_random_proof_with_options, generate_random_parameters, prepare_verifying_key,
-    verify_proof, Priority, ProveOptions,
-};
+use preemptible_groth16::groth16::{generate_random_parameters, Priority, ProveOptions};
 use rand::thread_rng;
-use reports::{field, report_in};
+use reports::{field, prove_and_print, report_in};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -52,14 +48,7 @@ fn child_prover() {
         ..ProveOptions::default()
     };
     println!("READY");
-    let (proof, report) =
-        create_random_proof_with_options(circuit, &params, &mut thread_rng(), &options).unwrap();
-    let pvk = prepare_verifying_key(&params.vk);
-    let verified = verify_proof(&pvk, &proof, &[circuit.output::<Scalar>()]).unwrap();
-    println!(
-        "REPORT {{\"verified\":{verified},{}",
-        &report.to_json()[1..]
-    );
+    prove_and_print(circuit, &params, &options);
 }
 
 static SERIAL: Mutex<()> = Mutex::new(());

@@ -12,16 +12,14 @@ mod circuits;
 #[path = "reports/mod.rs"]
 mod reports;
 
-use blstrs::Scalar;
 use circuits::Squares;
 use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
 use preemptible_groth16::gpu::locks::{self, LOCK_DIR_ENV};
 use preemptible_groth16::groth16::{
-    create_random_proof_with_options, generate_random_parameters, prepare_verifying_key,
-    verify_proof, Parameters, Priority, ProveOptions,
+    generate_random_parameters, Parameters, Priority, ProveOptions,
 };
 use rand::{thread_rng, Rng};
-use reports::{field, quantile, report_in};
+use reports::{field, prove_and_print, quantile, report_in};
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::PathBuf;
@@ -61,14 +59,7 @@ fn soak_child() {
         chunk_terms: 1 << 10,
         ..ProveOptions::default()
     };
-    let (proof, report) =
-        create_random_proof_with_options(circuit, &params, &mut thread_rng(), &options).unwrap();
-    let pvk = prepare_verifying_key(&params.vk);
-    let verified = verify_proof(&pvk, &proof, &[circuit.output::<Scalar>()]).unwrap();
-    println!(
-        "REPORT {{\"verified\":{verified},{}",
-        &report.to_json()[1..]
-    );
+    prove_and_print(circuit, &params, &options);
 }
 
 struct Running {

@@ -2,6 +2,26 @@
 //! `verified` in front): shared by the process tests, the soak test and the demo example.
 #![allow(dead_code)]
 
+use crate::circuits::Squares;
+use preemptible_groth16::groth16::{
+    create_random_proof_with_options, prepare_verifying_key, verify_proof, Parameters, ProveOptions,
+};
+use preemptible_groth16::Scalar;
+
+/// A child prover's work: proves `circuit`, verifies the proof, and prints
+/// `REPORT {"verified":...,<the report>}` for the parent to read with [`report_in`].
+pub fn prove_and_print(circuit: Squares, params: &Parameters, options: &ProveOptions) {
+    let (proof, report) =
+        create_random_proof_with_options(circuit, params, &mut rand::thread_rng(), options)
+            .unwrap();
+    let pvk = prepare_verifying_key(&params.vk);
+    let verified = verify_proof(&pvk, &proof, &[circuit.output::<Scalar>()]).unwrap();
+    println!(
+        "REPORT {{\"verified\":{verified},{}",
+        &report.to_json()[1..]
+    );
+}
+
 /// The number after `"key":` in a JSON line (`None` for `null` or a missing key).
 pub fn field(json: &str, key: &str) -> Option<f64> {
     let at = json.find(&format!("\"{key}\":"))? + key.len() + 3;
