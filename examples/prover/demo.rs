@@ -129,32 +129,42 @@ pub fn run(
             }
             samples
         });
-        let low_child = spawn(low, "low")?;
-        let low_pid = low_child.id();
-        let low_started = t0.elapsed();
-        let waited = Instant::now();
-        while locks::status(&dir, &devices[..1])?[0]
-            .holder
-            .as_ref()
-            .map(|h| h.pid)
-            != Some(low_pid)
-        {
-            if waited.elapsed() > Duration::from_secs(300) {
-                return Err("the low prover never took the GPU".into());
+        // The low prover (spawned anew when one ends before the rounds are done) and, one after
+        // another, the high ones.
+        let spawn_low = |roles: &Vec<(u32, Role)>| -> Result<(Child, Duration), Box<dyn Error>> {
+            let child = spawn(low, "low")?;
+            let pid = child.id();
+            let started = t0.elapsed();
+            let waited = Instant::now();
+            while locks::status(&dir, &devices[..1])?[0]
+                .holder
+                .as_ref()
+                .map(|h| h.pid)
+                != Some(pid)
+            {
+                if waited.elapsed() > Duration::from_secs(600) {
+                    return Err(format!(
+                        "the low prover never took the GPU ({} processes so far)",
+                        roles.len()
+                    )
+                    .into());
+                }
+                std::thread::sleep(Duration::from_millis(2));
             }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        std::thread::sleep(Duration::from_millis(300));
+            std::thread::sleep(Duration::from_millis(300));
+            Ok((child, started))
+        };
         let mut roles = Vec::new();
-        let mut low_child = low_child;
+        let (mut low_child, mut low_started) = spawn_low(&roles)?;
         for round in 0..rounds.max(1) {
+            if low_child.try_wait()?.is_some() {
+                roles.push(finish("low", low, low_child, low_started, t0)?);
+                (low_child, low_started) = spawn_low(&roles)?;
+            }
             let high_child = spawn(high, "high")?;
             let started = t0.elapsed();
             roles.push(finish("high", high, high_child, started, t0)?);
             if round + 1 < rounds {
-                if low_child.try_wait()?.is_some() {
-                    break;
-                }
                 std::thread::sleep(Duration::from_millis(200));
             }
         }
@@ -177,16 +187,19 @@ pub fn run(
         pid.and_then(|p| roles.iter().find(|(q, _)| *q == p).map(|(_, r)| r.name))
             .unwrap_or(if pid.is_some() { "other" } else { "free" })
     };
-    println!("who held {} (sampled every 2 ms):", devices[0]);
-    for (a, b, holder) in &segments {
-        println!(
-            "  {:>8.3} - {:>8.3} s  {}",
-            a.as_secs_f64(),
-            b.as_secs_f64(),
-            name_of(*holder)
-        );
+    // Every segment and process when there are few; a summary of many rounds otherwise.
+    if segments.len() <= 40 {
+        println!("who held {} (sampled every 2 ms):", devices[0]);
+        for (a, b, holder) in &segments {
+            println!(
+                "  {:>8.3} - {:>8.3} s  {}",
+                a.as_secs_f64(),
+                b.as_secs_f64(),
+                name_of(*holder)
+            );
+        }
     }
-    for (pid, r) in &roles {
+    for (pid, r) in roles.iter().filter(|_| roles.len() <= 12) {
         println!(
             "{} priority (pid {pid}, 2^{} constraints): started {:.3} s, ended {:.3} s, verified {}, \
              total {:.0} ms, hand-over {} ms, preemptions {}, returns {}, GPU chunks {} of {}",
@@ -203,43 +216,53 @@ pub fn run(
             field(&r.report, "total_chunks").unwrap_or(f64::NAN),
         );
     }
-    let mut handovers: Vec<f64> = roles
-        .iter()
-        .filter(|(_, r)| r.name == "high")
-        .filter_map(|(_, r)| field(&r.report, "handover_ms"))
-        .collect();
-    handovers.sort_by(f64::total_cmp);
-    let mut high_totals: Vec<f64> = roles
-        .iter()
-        .filter(|(_, r)| r.name == "high")
-        .filter_map(|(_, r)| field(&r.report, "total_ms"))
-        .collect();
-    high_totals.sort_by(f64::total_cmp);
+    let of = |name: &str, key: &str| -> Vec<f64> {
+        let mut v: Vec<f64> = roles
+            .iter()
+            .filter(|(_, r)| r.name == name)
+            .filter_map(|(_, r)| field(&r.report, key))
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    // A high proof that found the GPU free (the low one between proofs) has no hand-over.
+    let handovers = of("high", "handover_ms");
+    let high_totals = of("high", "total_ms");
+    let low_totals = of("low", "total_ms");
+    let low_preemptions: f64 = of("low", "preemptions").iter().sum();
+    let low_returns: f64 = of("low", "returns_to_gpu").iter().sum();
     let high_held: f64 = segments
         .iter()
         .filter(|(_, _, h)| name_of(*h) == "high")
         .map(|(a, b, _)| (*b - *a).as_secs_f64() * 1e3)
         .sum();
-    let low_total = roles
-        .iter()
-        .find(|(_, r)| r.name == "low")
-        .and_then(|(_, r)| field(&r.report, "total_ms"))
-        .unwrap_or(f64::NAN);
     println!(
-        "hand-over: {} samples, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; high-priority proof \
-         while the low one runs: median {:.0} ms; the high ones held the GPU {:.0} ms in all",
+        "{} high-priority proofs, {} of them took the GPU from a low one; hand-over: p50 {:.1} ms, \
+         p99 {:.1} ms, max {:.1} ms",
+        high_totals.len(),
         handovers.len(),
         quantile(&handovers, 0.5),
         quantile(&handovers, 0.99),
         handovers.last().copied().unwrap_or(f64::NAN),
+    );
+    println!(
+        "high-priority proof while the low one runs: p50 {:.0} ms, p99 {:.0} ms; the high ones \
+         held the GPU {high_held:.0} ms in all",
         quantile(&high_totals, 0.5),
-        high_held
+        quantile(&high_totals, 0.99),
+    );
+    println!(
+        "{} low-priority proofs: {:.0} ms in all, {low_preemptions} preemptions, {low_returns} \
+         returns to the GPU",
+        low_totals.len(),
+        low_totals.iter().sum::<f64>(),
     );
     if let Some((high_alone, low_alone)) = alone_times {
+        let lost = low_totals.iter().map(|t| t - low_alone).sum::<f64>();
         println!(
-            "low-priority proof: alone {low_alone:.0} ms, preempted {low_total:.0} ms: lost {:.0} ms \
-             (the high ones held the GPU {high_held:.0} ms); high-priority proof alone {high_alone:.0} ms",
-            low_total - low_alone
+            "low-priority proof alone {low_alone:.0} ms; preempted: lost {lost:.0} ms in all \
+             (the high ones held the GPU {high_held:.0} ms); high-priority proof alone \
+             {high_alone:.0} ms"
         );
     }
     write_svg(svg, &segments, &roles, &name_of)?;
@@ -271,43 +294,62 @@ fn write_svg(
     let (left, width, row) = (110.0, 760.0, 44.0);
     let x = |t: f64| left + width * t / end;
     let mut svg = String::new();
-    let height = 40.0 + row * roles.len() as f64 + 40.0;
+    // One row per process when there are few; one per role (all its processes) otherwise.
+    let rows: Vec<Vec<&(u32, Role)>> = if roles.len() <= 12 {
+        roles.iter().map(|r| vec![r]).collect()
+    } else {
+        ["low", "high"]
+            .iter()
+            .map(|name| roles.iter().filter(|(_, r)| r.name == *name).collect())
+            .collect()
+    };
+    let height = 40.0 + row * rows.len() as f64 + 40.0;
     svg.push_str(&format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"900\" height=\"{height}\" \
          font-family=\"sans-serif\" font-size=\"13\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
          <text x=\"10\" y=\"22\">Who held the GPU (lock files sampled every 2 ms)</text>\n"
     ));
-    for (i, (pid, r)) in roles.iter().enumerate() {
+    for (i, members) in rows.iter().enumerate() {
         let y = 40.0 + row * i as f64;
-        let color = if r.name == "high" {
+        let Some((_, first)) = members.first() else {
+            continue;
+        };
+        let color = if first.name == "high" {
             "#d62728"
         } else {
             "#1f77b4"
         };
+        let count = if members.len() > 1 {
+            format!(" (x{})", members.len())
+        } else {
+            String::new()
+        };
         svg.push_str(&format!(
-            "<text x=\"10\" y=\"{}\">{} 2^{}</text>\n",
+            "<text x=\"10\" y=\"{}\">{} 2^{}{count}</text>\n",
             y + 22.0,
-            r.name,
-            r.k
+            first.name,
+            first.k
         ));
-        svg.push_str(&format!(
-            "<rect x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"4\" fill=\"#999\"/>\n",
-            x(r.started.as_secs_f64()),
-            y + 16.0,
-            (x(r.ended.as_secs_f64()) - x(r.started.as_secs_f64())).max(1.0)
-        ));
-        for (a, b, holder) in segments {
-            if *holder == Some(*pid) && name_of(*holder) == r.name {
-                svg.push_str(&format!(
-                    "<rect x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"24\" fill=\"{color}\"/>\n",
-                    x(a.as_secs_f64()),
-                    y + 6.0,
-                    (x(b.as_secs_f64()) - x(a.as_secs_f64())).max(1.0)
-                ));
+        for (pid, r) in members {
+            svg.push_str(&format!(
+                "<rect x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"4\" fill=\"#999\"/>\n",
+                x(r.started.as_secs_f64()),
+                y + 16.0,
+                (x(r.ended.as_secs_f64()) - x(r.started.as_secs_f64())).max(1.0)
+            ));
+            for (a, b, holder) in segments {
+                if *holder == Some(*pid) && name_of(*holder) == r.name {
+                    svg.push_str(&format!(
+                        "<rect x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"24\" fill=\"{color}\"/>\n",
+                        x(a.as_secs_f64()),
+                        y + 6.0,
+                        (x(b.as_secs_f64()) - x(a.as_secs_f64())).max(1.0)
+                    ));
+                }
             }
         }
     }
-    let axis = 40.0 + row * roles.len() as f64 + 10.0;
+    let axis = 40.0 + row * rows.len() as f64 + 10.0;
     svg.push_str(&format!(
         "<line x1=\"{left}\" y1=\"{axis}\" x2=\"{}\" y2=\"{axis}\" stroke=\"black\"/>\n",
         left + width

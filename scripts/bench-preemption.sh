@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Preemption measured beside the peer in one run: for each low-priority size, the demo of
+# examples/prover.rs (a low-priority prover process, high-priority 2^HIGH prover processes one
+# after another while it lives, each prover also timed alone) and then bellperson's own scenario
+# (`bellperson-bench preempt LOW HIGH`). Prints the demo's summary lines and the peer's line.
+#
+#   scripts/bench-preemption.sh
+#   LOWS="20 24" HIGH=16 ROUNDS="60 40" scripts/bench-preemption.sh
+#   PROVER_BIN=.bench/prover PEER_BIN=.bench/bellperson-bench scripts/bench-preemption.sh  # no cargo
+#
+# Parameters are cached in params-cache/ (generated once, which takes minutes at 2^24). The
+# timeline charts go to target/preemption-LOW-HIGH.svg. PEER_SIZES lists the low sizes to run
+# the peer at (default 20: its scenario generates its parameters on every run, 80 s at 2^20).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PEER=${PEER:-../shared/peers/bellperson-bench}
+LOWS=${LOWS:-"20 24"}
+HIGH=${HIGH:-16}
+ROUNDS=(${ROUNDS:-60 40})
+PEER_SIZES=${PEER_SIZES:-20}
+if [ -z "${PROVER_BIN:-}" ]; then
+    cargo build --release --features gpu --example prover >&2
+    PROVER_BIN=target/release/examples/prover
+fi
+if [ -z "${PEER_BIN:-}" ]; then
+    cargo build --release --manifest-path "$PEER/Cargo.toml" --target-dir target/peer >&2
+    PEER_BIN=target/peer/release/bellperson-bench
+fi
+mkdir -p target
+i=0
+for low in $LOWS; do
+    rounds=${ROUNDS[$i]:-${ROUNDS[-1]}}
+    i=$((i + 1))
+    echo "## low 2^$low, high 2^$HIGH, $rounds rounds"
+    "$PROVER_BIN" --demo --low "$low" --high "$HIGH" --rounds "$rounds" --alone \
+        --svg "target/preemption-$low-$HIGH.svg"
+    for p in $PEER_SIZES; do
+        if [ "$p" = "$low" ]; then
+            "$PEER_BIN" preempt "$low" "$HIGH"
+        fi
+    done
+done
