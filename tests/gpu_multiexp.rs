@@ -1,5 +1,6 @@
 //! The GPU G1 and G2 multiexps equal the CPU's (feature `gpu`; in CI on PoCL): random sizes, identity
-//! bases, zero scalars, r - 1, and chunks whose boundaries do not divide n.
+//! bases, zero scalars, r - 1, skewed scalars (buckets larger than a segment), and chunks whose
+//! boundaries do not divide n.
 #![cfg(feature = "gpu")]
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -55,6 +56,31 @@ fn gpu_g1_multiexp_equals_cpu() {
         let cpu = multiexp::<G1Affine>(&bases, &reprs).unwrap();
         let gpu = k.multiexp_g1(&bases, &reprs).unwrap();
         assert_eq!(gpu, cpu, "n = {n}");
+    }
+}
+
+#[test]
+fn gpu_multiexp_with_skewed_scalars_equals_cpu() {
+    // Buckets far larger than a segment (half the scalars are 1, a quarter share one value), all
+    // scalars zero (no bucket entries at all), and all scalars equal.
+    let k = kernel();
+    let n = 20_000;
+    let (bases, mut scalars) = inputs::<G1Projective>(n, 21);
+    let shared = scalars[100];
+    for (i, s) in scalars.iter_mut().enumerate() {
+        match i % 4 {
+            0 | 1 => *s = Scalar::ONE,
+            2 => *s = shared,
+            _ => {}
+        }
+    }
+    let zeros = vec![Scalar::ZERO; n];
+    let equal = vec![shared; n];
+    for (what, scalars) in [("skewed", &scalars), ("zero", &zeros), ("equal", &equal)] {
+        let reprs = scalar_reprs(scalars);
+        let cpu = multiexp::<G1Affine>(&bases, &reprs).unwrap();
+        let gpu = k.multiexp_g1(&bases, &reprs).unwrap();
+        assert_eq!(gpu, cpu, "{what} scalars");
     }
 }
 

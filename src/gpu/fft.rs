@@ -25,22 +25,18 @@ const LIMBS: usize = 8;
 /// Radix-2 rounds per launch at most (`FFT_MAX_DEG` in `cl/fft.cl`).
 const MAX_DEG: u32 = 8;
 
-/// `R = 2^256 mod r`: multiplying by it gives the Montgomery form's integer.
-fn montgomery_r() -> Scalar {
-    Scalar::from(2u64).pow_vartime([256])
-}
-
-/// Montgomery limbs of `values`, flattened, followed by zeros up to `len` values.
+/// Montgomery limbs of `values` (blst's form with R = 2^256, which is the device's: a copy, no
+/// arithmetic), flattened, followed by zeros up to `len` values.
 fn to_device(values: &[Scalar], len: usize) -> Vec<u32> {
-    let r = montgomery_r();
     let mut out = vec![0u32; len.max(values.len()) * LIMBS];
     multicore::install(|| {
         out.par_chunks_mut(LIMBS)
             .zip(values.par_iter())
             .for_each(|(limbs, v)| {
-                let bytes = (*v * r).to_bytes_le();
-                for (l, b) in limbs.iter_mut().zip(bytes.chunks_exact(4)) {
-                    *l = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                let raw = blst::blst_fr::from(*v);
+                for (pair, l) in limbs.chunks_exact_mut(2).zip(raw.l) {
+                    pair[0] = l as u32;
+                    pair[1] = (l >> 32) as u32;
                 }
             })
     });
@@ -49,21 +45,30 @@ fn to_device(values: &[Scalar], len: usize) -> Vec<u32> {
 
 /// Values from Montgomery limbs; a limb pattern that is not below `r` is a device fault.
 fn from_device(limbs: &[u32], values: &mut [Scalar]) -> Result<(), GpuError> {
-    let r_inv = Option::<Scalar>::from(montgomery_r().invert())
-        .ok_or_else(|| GpuError::InvalidInput("R has no inverse".into()))?;
+    let r = super::source::fr().p;
+    let below_r = |l: &[u32]| {
+        for (x, p) in l.iter().zip(&r).rev() {
+            if x != p {
+                return x < p;
+            }
+        }
+        false
+    };
     multicore::install(|| {
         values
             .par_iter_mut()
             .zip(limbs.par_chunks(LIMBS))
             .try_for_each(|(v, l)| {
-                let mut bytes = [0u8; 32];
-                for (b, limb) in bytes.chunks_exact_mut(4).zip(l) {
-                    b.copy_from_slice(&limb.to_le_bytes());
+                if !below_r(l) {
+                    return Err(GpuError::Ocl(
+                        "the device returned a value outside the field".into(),
+                    ));
                 }
-                let m = Option::<Scalar>::from(Scalar::from_bytes_le(&bytes)).ok_or_else(|| {
-                    GpuError::Ocl("the device returned a value outside the field".into())
-                })?;
-                *v = m * r_inv;
+                let mut raw = blst::blst_fr::default();
+                for (limb, pair) in raw.l.iter_mut().zip(l.chunks_exact(2)) {
+                    *limb = pair[0] as u64 | (pair[1] as u64) << 32;
+                }
+                *v = Scalar::from(raw);
                 Ok(())
             })
     })

@@ -2,10 +2,11 @@
 //! device chunks of a larger multiexp (the CPU's [`crate::multiexp::multiexp_chunk`] is the
 //! other worker).
 //!
-//! First version, for correctness: each work-item owns one (window, slice of terms) pair and its
-//! buckets in global memory, with 8-bit signed windows; the results come back in affine form
-//! (inverted on the device) and the host weighs and adds them. Coordinates cross as canonical
-//! integers and are put into Montgomery form on the device.
+//! The terms are sorted into buckets on the device and each bucket is summed by work-items of
+//! bounded, equal work (the steps are described at the top of `cl/multiexp.cl`); the window width
+//! is chosen per call from the number of terms ([`Plan`]). Bases cross as blst's Montgomery limbs,
+//! which are the device's own form; the few result points come back as canonical affine
+//! coordinates and the host weighs and adds them.
 
 use super::buffer::TrackedBuffer;
 use super::device::Device;
@@ -16,6 +17,7 @@ use crate::multiexp::{CurveAffine, ScalarRepr};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
 use group::prime::PrimeCurveAffine;
 use group::Group;
+use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -28,7 +30,8 @@ pub trait GpuCurve: CurveAffine {
     const NAME: &'static str;
     /// 32-bit limbs of one coordinate (12 in `Fq`, 24 in `Fq2`).
     const COORD_LIMBS: usize;
-    /// Appends the canonical limbs of `x` then `y` (zeros for the identity).
+    /// Appends the 32-bit limbs of `x` then `y` in Montgomery form (R = 2^384, blst's form and
+    /// the device's), zeros for the identity.
     fn push_coords(&self, out: &mut Vec<u32>);
     /// The point from canonical limbs of `x` and `y` (all zero for the identity).
     fn from_coords(limbs: &[u32]) -> Result<Self, GpuError>;
@@ -51,8 +54,9 @@ impl GpuCurve for G1Affine {
     const COORD_LIMBS: usize = FQ_LIMBS;
 
     fn push_coords(&self, out: &mut Vec<u32>) {
-        le_limbs(&self.x().to_bytes_le(), out);
-        le_limbs(&self.y().to_bytes_le(), out);
+        let raw: &blst::blst_p1_affine = self.as_ref();
+        push_limbs(&raw.x.l, out);
+        push_limbs(&raw.y.l, out);
     }
 
     fn from_coords(limbs: &[u32]) -> Result<Self, GpuError> {
@@ -72,11 +76,10 @@ impl GpuCurve for G2Affine {
     const COORD_LIMBS: usize = 2 * FQ_LIMBS;
 
     fn push_coords(&self, out: &mut Vec<u32>) {
-        let (x, y) = (self.x(), self.y());
-        le_limbs(&x.c0().to_bytes_le(), out);
-        le_limbs(&x.c1().to_bytes_le(), out);
-        le_limbs(&y.c0().to_bytes_le(), out);
-        le_limbs(&y.c1().to_bytes_le(), out);
+        let raw: &blst::blst_p2_affine = self.as_ref();
+        for fp in raw.x.fp.iter().chain(&raw.y.fp) {
+            push_limbs(&fp.l, out);
+        }
     }
 
     fn from_coords(limbs: &[u32]) -> Result<Self, GpuError> {
@@ -93,10 +96,67 @@ impl GpuCurve for G2Affine {
         Option::from(G2Affine::from_uncompressed_unchecked(&bytes)).ok_or_else(not_on_curve)
     }
 }
-/// Window width of this first kernel: 128 buckets of 144 bytes per work-item.
-const WINDOW: usize = 8;
-/// Work-items to aim for; enough to fill a large GPU, few enough for the bucket memory.
-const TARGET_ITEMS: usize = 1 << 13;
+/// How one multiexp is cut up on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Window width in bits; digits are signed, so a window has `2^(c-1)` buckets.
+    pub c: usize,
+    /// Windows covering the 256 bits of a scalar.
+    pub windows: usize,
+    /// Buckets weighed by one work-item of the reduction.
+    pub group_len: usize,
+    /// Group results added by one work-item before they go to the host.
+    pub run: usize,
+}
+
+/// Most terms a segment work-item sums; segments aim at this many work-items in all.
+const MAX_SEGMENT: usize = 512;
+const TARGET_SEGMENTS: usize = 1 << 17;
+
+impl Plan {
+    /// The plan for `n` terms: the window width that minimises bucket additions (`n` per window)
+    /// plus bucket weighing (about three additions per bucket), between 4 and 16 bits.
+    pub fn new(n: usize) -> Plan {
+        let cost = |c: usize| 256usize.div_ceil(c) * (n + (3 << (c - 1)));
+        let c = (4..=16).fold(4, |best, c| if cost(c) < cost(best) { c } else { best });
+        let buckets = 1usize << (c - 1);
+        let group_len = buckets.min(32);
+        let groups = buckets / group_len;
+        Plan {
+            c,
+            windows: 256usize.div_ceil(c),
+            group_len,
+            run: (groups / 32).max(1),
+        }
+    }
+
+    /// Buckets of one window.
+    pub fn buckets(&self) -> usize {
+        1 << (self.c - 1)
+    }
+
+    /// Buckets of all windows.
+    pub fn bucket_count(&self) -> usize {
+        self.windows * self.buckets()
+    }
+
+    /// Reduction work-items: groups of buckets in all windows.
+    fn group_count(&self) -> usize {
+        self.bucket_count() / self.group_len
+    }
+
+    /// Points that come back per window.
+    fn outputs_per_window(&self) -> usize {
+        self.buckets() / self.group_len / self.run
+    }
+
+    /// Segment length for `total` bucket entries: enough segments to fill a large GPU.
+    fn segment(total: usize) -> usize {
+        (total / TARGET_SEGMENTS)
+            .next_power_of_two()
+            .clamp(16, MAX_SEGMENT)
+    }
+}
 
 /// The multiexp kernels for one device; each group's program is built at its first use (and then
 /// comes from the caches).
@@ -109,12 +169,12 @@ pub struct MultiexpKernel {
     live: AtomicU64,
 }
 
-fn le_limbs(bytes: &[u8], out: &mut Vec<u32>) {
-    out.extend(
-        bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-    );
+/// Appends 64-bit limbs as pairs of 32-bit ones, low half first.
+fn push_limbs(limbs: &[u64], out: &mut Vec<u32>) {
+    for l in limbs {
+        out.push(*l as u32);
+        out.push((*l >> 32) as u32);
+    }
 }
 
 impl MultiexpKernel {
@@ -216,33 +276,40 @@ impl MultiexpKernel {
         }
         let affine_limbs = 2 * G::COORD_LIMBS;
         let point_limbs = 3 * G::COORD_LIMBS;
-        let mut base_limbs = Vec::with_capacity(n * affine_limbs);
-        for b in bases {
-            b.push_coords(&mut base_limbs);
-        }
-        let mut scalar_limbs = Vec::with_capacity(n * 8);
-        for s in scalars {
-            for limb in s.limbs() {
-                scalar_limbs.push(*limb as u32);
-                scalar_limbs.push((*limb >> 32) as u32);
-            }
-        }
-        let windows = 256usize.div_ceil(WINDOW);
-        let slices = TARGET_ITEMS.div_ceil(windows).min(n.div_ceil(64)).max(1);
-        let items = windows * slices;
+        let plan = Plan::new(n);
+        let bucket_count = plan.bucket_count();
+        // With debug logging, each phase is waited for and timed (for tuning; it costs a little).
+        let timed = log::log_enabled!(log::Level::Debug);
+        let mut phases: Vec<(&str, std::time::Instant)> = vec![("", std::time::Instant::now())];
+        let (base_limbs, scalar_limbs) = rayon::join(
+            || {
+                let mut limbs = Vec::with_capacity(n * affine_limbs);
+                limbs.resize(n * affine_limbs, 0);
+                limbs
+                    .par_chunks_mut(affine_limbs * 4096)
+                    .zip(bases.par_chunks(4096))
+                    .for_each(|(out, points)| {
+                        let mut v = Vec::with_capacity(out.len());
+                        for b in points {
+                            b.push_coords(&mut v);
+                        }
+                        out.copy_from_slice(&v);
+                    });
+                limbs
+            },
+            || {
+                let mut limbs = Vec::with_capacity(n * 8);
+                for s in scalars {
+                    push_limbs(s.limbs(), &mut limbs);
+                }
+                limbs
+            },
+        );
 
         let built = self.program(G::NAME)?;
         let q = built.queue.clone();
         let p = &built.program;
         let live = &self.live;
-        let bases_buf = TrackedBuffer::new(&q, base_limbs.len(), Some(&base_limbs), live)?;
-        drop(base_limbs);
-        let scalars_buf = TrackedBuffer::new(&q, scalar_limbs.len(), Some(&scalar_limbs), live)?;
-        drop(scalar_limbs);
-        let buckets =
-            TrackedBuffer::new(&q, items * (1 << (WINDOW - 1)) * point_limbs, None, live)?;
-        let results = TrackedBuffer::new(&q, items * point_limbs, None, live)?;
-        let affine = TrackedBuffer::new(&q, items * affine_limbs, None, live)?;
         let check = || {
             if interrupt() {
                 Err(GpuError::Interrupted)
@@ -250,62 +317,186 @@ impl MultiexpKernel {
                 Ok(())
             }
         };
+        let kernel = |name: &str, items: usize| {
+            let mut builder = ocl::Kernel::builder();
+            builder
+                .program(p)
+                .name(format!("{}_{name}", G::NAME))
+                .queue(q.clone())
+                .global_work_size(items.max(1));
+            builder
+        };
+        let mut mark = |label: &'static str| -> Result<(), GpuError> {
+            if timed {
+                q.finish()?;
+                phases.push((label, std::time::Instant::now()));
+            }
+            Ok(())
+        };
+        mark("host limbs")?;
+        let bases_buf = TrackedBuffer::new(&q, base_limbs.len(), Some(&base_limbs), live)?;
+        drop(base_limbs);
+        let scalars_buf = TrackedBuffer::new(&q, scalar_limbs.len(), Some(&scalar_limbs), live)?;
+        drop(scalar_limbs);
+        mark("upload")?;
 
-        let to_mont = ocl::Kernel::builder()
-            .program(p)
-            .name(format!("{}_bases_to_mont", G::NAME))
-            .queue(q.clone())
-            .global_work_size(n)
-            .arg(&*bases_buf)
-            .arg(n as u32)
-            .build()?;
+        // 1. Count the terms of each bucket; the host turns counts into offsets.
+        let mut counts = vec![0u32; bucket_count];
+        let cursor = TrackedBuffer::new(&q, bucket_count, Some(&counts), live)?;
         check()?;
-        launch(&to_mont)?;
-        let msm = ocl::Kernel::builder()
-            .program(p)
-            .name(format!("{}_multiexp", G::NAME))
-            .queue(q.clone())
-            .global_work_size(items)
-            .arg(&*bases_buf)
-            .arg(&*scalars_buf)
-            .arg(&*buckets)
-            .arg(&*results)
-            .arg(n as u32)
-            .arg(WINDOW as u32)
-            .arg(windows as u32)
-            .arg(slices as u32)
-            .build()?;
+        launch(
+            &kernel("msm_count", n)
+                .arg(&*scalars_buf)
+                .arg(&*cursor)
+                .arg(n as u32)
+                .arg(plan.c as u32)
+                .arg(plan.windows as u32)
+                .build()?,
+        )?;
+        cursor.read(&mut counts).queue(&q).enq()?;
+        let mut offsets = Vec::with_capacity(bucket_count + 1);
+        let mut total = 0u64;
+        offsets.push(0u32);
+        for count in &counts {
+            total += *count as u64;
+            if total >= 1 << 31 {
+                return Err(GpuError::InvalidInput(format!(
+                    "{n} terms make too many bucket entries for one launch"
+                )));
+            }
+            offsets.push(total as u32);
+        }
+        let total = total as usize;
+        if total == 0 {
+            return Ok(G::Curve::identity());
+        }
+        cursor.write(&offsets[..bucket_count]).queue(&q).enq()?;
+        let offsets_buf = TrackedBuffer::new(&q, offsets.len(), Some(&offsets), live)?;
+        mark("count")?;
+
+        // 2. Sort the terms by bucket.
+        let entries = TrackedBuffer::new(&q, total, None, live)?;
         check()?;
-        launch(&msm)?;
-        let to_affine = ocl::Kernel::builder()
-            .program(p)
-            .name(format!("{}_results_to_affine", G::NAME))
-            .queue(q.clone())
-            .global_work_size(items)
-            .arg(&*results)
-            .arg(&*affine)
-            .arg(items as u32)
-            .build()?;
+        launch(
+            &kernel("msm_scatter", n)
+                .arg(&*scalars_buf)
+                .arg(&*cursor)
+                .arg(&*entries)
+                .arg(n as u32)
+                .arg(plan.c as u32)
+                .arg(plan.windows as u32)
+                .build()?,
+        )?;
+        drop((scalars_buf, cursor));
+        mark("scatter")?;
+
+        // 3. Sum the buckets in segments of equal length, then the buckets that cross segments.
+        let segment = Plan::segment(total);
+        let segments = total.div_ceil(segment);
+        let bucket_sums = TrackedBuffer::new(&q, bucket_count * point_limbs, None, live)?;
+        let heads = TrackedBuffer::new(&q, segments * point_limbs, None, live)?;
+        let tails = TrackedBuffer::new(&q, segments * point_limbs, None, live)?;
         check()?;
-        launch(&to_affine)?;
-        let mut out = vec![0u32; items * affine_limbs];
+        launch(
+            &kernel("msm_segments", segments)
+                .arg(&*bases_buf)
+                .arg(&*entries)
+                .arg(&*offsets_buf)
+                .arg(&*bucket_sums)
+                .arg(&*heads)
+                .arg(&*tails)
+                .arg(total as u32)
+                .arg(segment as u32)
+                .arg(bucket_count as u32)
+                .build()?,
+        )?;
+        check()?;
+        launch(
+            &kernel("msm_fixup", bucket_count)
+                .arg(&*offsets_buf)
+                .arg(&*bucket_sums)
+                .arg(&*heads)
+                .arg(&*tails)
+                .arg(segment as u32)
+                .arg(bucket_count as u32)
+                .build()?,
+        )?;
+        drop((bases_buf, entries, heads, tails, offsets_buf));
+        mark("buckets")?;
+
+        // 4. Weigh the buckets by their digits, in groups, and add runs of groups.
+        let groups = plan.group_count();
+        let group_sums = TrackedBuffer::new(&q, groups * point_limbs, None, live)?;
+        check()?;
+        launch(
+            &kernel("msm_reduce", groups)
+                .arg(&*bucket_sums)
+                .arg(&*group_sums)
+                .arg(plan.c as u32)
+                .arg(plan.windows as u32)
+                .arg(plan.group_len as u32)
+                .build()?,
+        )?;
+        drop(bucket_sums);
+        let outputs = plan.windows * plan.outputs_per_window();
+        let summed = if plan.run > 1 {
+            let summed = TrackedBuffer::new(&q, outputs * point_limbs, None, live)?;
+            check()?;
+            launch(
+                &kernel("msm_sum_runs", outputs)
+                    .arg(&*group_sums)
+                    .arg(&*summed)
+                    .arg(outputs as u32)
+                    .arg(plan.run as u32)
+                    .build()?,
+            )?;
+            drop(group_sums);
+            summed
+        } else {
+            group_sums
+        };
+        let affine = TrackedBuffer::new(&q, outputs * affine_limbs, None, live)?;
+        check()?;
+        launch(
+            &kernel("results_to_affine", outputs)
+                .arg(&*summed)
+                .arg(&*affine)
+                .arg(outputs as u32)
+                .build()?,
+        )?;
+        let mut out = vec![0u32; outputs * affine_limbs];
         affine.read(&mut out).queue(&q).enq()?;
         q.finish()?;
         // Every device buffer is freed here, before the host's share of the work.
-        drop((bases_buf, scalars_buf, buckets, results, affine));
+        drop((summed, affine));
+        mark("weigh")?;
 
         let points = out
             .chunks_exact(affine_limbs)
             .map(G::from_coords)
             .collect::<Result<Vec<_>, _>>()?;
+        let per_window = plan.outputs_per_window();
         let mut acc = G::Curve::identity();
-        for w in (0..windows).rev() {
-            for _ in 0..WINDOW {
+        for w in (0..plan.windows).rev() {
+            for _ in 0..plan.c {
                 acc = acc.double();
             }
-            for point in &points[w * slices..(w + 1) * slices] {
+            for point in &points[w * per_window..(w + 1) * per_window] {
                 point.add_to(&mut acc);
             }
+        }
+        mark("host sum")?;
+        if timed {
+            let steps: Vec<String> = phases
+                .windows(2)
+                .map(|w| format!("{} {:.2?}", w[1].0, w[1].1 - w[0].1))
+                .collect();
+            log::debug!(
+                "gpu: {} multiexp of {n} terms (c = {}, {total} entries, segments of {segment}): {}",
+                G::NAME,
+                plan.c,
+                steps.join(", ")
+            );
         }
         Ok(acc)
     }
@@ -411,9 +602,34 @@ pub fn multiexp_split<G: GpuCurve>(
 #[allow(unsafe_code)]
 fn launch(kernel: &ocl::Kernel) -> Result<(), GpuError> {
     // SAFETY: the kernels of ec.cl and multiexp.cl bounds-check their work-item index against
-    // their count argument, and `multiexp` sizes every buffer for those counts (two coordinates of
-    // 12 limbs per base in G1, 24 in G2; 8 limbs per scalar; 2^(c-1) Jacobian points per work-item
-    // of buckets; one point per work-item of results) with the argument types of the kernels' signatures.
+    // their count argument, and `multiexp` sizes every buffer for those counts with the argument
+    // types of the kernels' signatures: two coordinates of 12 limbs per base in G1 (24 in G2),
+    // 8 limbs per scalar, one counter per bucket and one offset more, one entry per nonzero digit
+    // (the offsets' total, so the scatter's atomic cursors stay inside), one Jacobian point per
+    // bucket, segment (heads and tails), group and output.
     unsafe { kernel.enq()? };
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Plan;
+
+    #[test]
+    fn plans_widen_the_window_with_the_terms() {
+        let c = |log_n: u32| Plan::new(1 << log_n).c;
+        assert!(c(0) >= 4 && c(0) <= 6, "{}", c(0));
+        assert!((11..=13).contains(&c(15)), "{}", c(15));
+        assert_eq!(c(20), 16);
+        assert_eq!(c(24), 16);
+        for log_n in 0..26 {
+            let plan = Plan::new(1 << log_n);
+            // The windows cover 256 bits; the reduction's shape divides the buckets evenly.
+            assert!(plan.windows * plan.c >= 256 && (plan.windows - 1) * plan.c < 256);
+            assert_eq!(plan.buckets() % (plan.group_len * plan.run), 0);
+            assert!(plan.outputs_per_window() >= 1);
+        }
+        assert_eq!(Plan::segment(10), 16);
+        assert_eq!(Plan::segment(1 << 28), 512);
+    }
 }

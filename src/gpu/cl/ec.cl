@@ -101,14 +101,6 @@ POINT PT(neg)(POINT p) {
     return p;
 }
 
-// Bases arrive as canonical integers; this puts them in Montgomery form in place.
-__kernel void PT(bases_to_mont)(__global CAT(POINT, _affine) *bases, uint n) {
-    uint i = get_global_id(0);
-    if (i >= n) return;
-    bases[i].x = FN(to_mont)(bases[i].x);
-    bases[i].y = FN(to_mont)(bases[i].y);
-}
-
 // Jacobian results to canonical affine coordinates; the identity comes out as x = y = 0.
 __kernel void PT(results_to_affine)(__global const POINT *points,
                                     __global CAT(POINT, _affine) *out, uint n) {

@@ -1,10 +1,22 @@
-// Multiexp: work-item (w, s) sums digit_w(scalar_i) * base_i over slice s of the terms into its
-// own 2^(c-1) buckets (signed digits, as in src/multiexp.rs) and reduces them to one point. The
-// host adds the results with 2^(c w) weights. Buckets live in global memory, one region per
-// work-item.
+// Multiexp by sorting terms into buckets (Pippenger with c-bit signed windows, c up to 16).
+// Bucket k = w * B + b (B = 2^(c-1)) of window w holds the terms whose digit in w is +-(b + 1).
+// The host drives six steps (src/gpu/multiexp.rs):
+//   count     counts[k] = terms in bucket k (atomics);
+//   (host)    offsets = exclusive prefix sums of counts, cursor = a copy;
+//   scatter   entries[offsets[k]..offsets[k + 1]] = the terms of bucket k (index | sign << 31);
+//   segments  the entries cut into equal segments, one work-item each: a bucket that lies inside
+//             one segment is summed there; the parts of a bucket that crosses segment borders go
+//             to the segment's head (the bucket began before) or tail (it goes on after);
+//   fixup     each crossing bucket = its first segment's tail + the heads of the segments after;
+//   reduce    per window, groups of buckets weighed by digit (running sums), then runs of groups
+//             added, so that few points go back to the host.
+// Every work-item does bounded work whatever the scalars are (equal scalars only lengthen the
+// fixup of their bucket), unlike a bucket array per work-item. The idea of sorting by bucket
+// before accumulating is the one of the GPU multiexps in the ZPrize 2022 entries and sppark;
+// this code is our own.
 
 // Bits [start, start + len) of a 256-bit scalar in 8 little-endian limbs; bits past 255 are 0.
-uint PT(scalar_bits)(__global const uint *s, uint start, uint len) {
+uint PT(scalar_bits)(const uint *s, uint start, uint len) {
     uint limb = start / 32;
     uint offset = start % 32;
     if (limb >= 8) return 0;
@@ -13,8 +25,9 @@ uint PT(scalar_bits)(__global const uint *s, uint start, uint len) {
     return (uint)((v >> offset) & ((1ul << len) - 1));
 }
 
-// The signed digit of window w: value_w + top_(w-1) - 2^c top_w (see src/multiexp.rs).
-int PT(signed_digit)(__global const uint *s, uint w, uint c) {
+// The signed digit of window w: value_w + top_(w-1) - 2^c top_w (see src/multiexp.rs). Scalars
+// are below r < 2^255, so the last window never carries out.
+int PT(signed_digit)(const uint *s, uint w, uint c) {
     uint window, borrow;
     if (w == 0) {
         window = PT(scalar_bits)(s, 0, c);
@@ -28,39 +41,129 @@ int PT(signed_digit)(__global const uint *s, uint w, uint c) {
     return (int)window + (int)borrow - (int)(top << c);
 }
 
-__kernel void PT(multiexp)(__global const CAT(POINT, _affine) *bases,
-                           __global const uint *scalars,
-                           __global POINT *buckets,
-                           __global POINT *results,
-                           uint n, uint c, uint windows, uint slices) {
-    uint item = get_global_id(0);
-    if (item >= windows * slices) return;
-    uint w = item / slices;
-    uint s = item % slices;
-    uint slice_len = (n + slices - 1) / slices;
-    uint start = min(s * slice_len, n);
-    uint end = min(start + slice_len, n);
-    uint count = 1u << (c - 1);
-    __global POINT *mine = buckets + (ulong)item * count;
-    for (uint b = 0; b < count; b++) mine[b] = PT(identity)();
+void PT(load_scalar)(__global const uint *scalars, uint i, uint *s) {
+    for (uint l = 0; l < 8; l++) s[l] = scalars[8 * i + l];
+}
 
-    for (uint i = start; i < end; i++) {
-        int d = PT(signed_digit)(scalars + 8 * i, w, c);
-        if (d == 0) continue;
-        CAT(POINT, _affine) base = bases[i];
-        if (d < 0) {
-            if (!PT(affine_is_identity)(base)) base.y = FN(neg)(base.y);
-            d = -d;
-        }
-        mine[d - 1] = PT(add_affine)(mine[d - 1], base);
+__kernel void PT(msm_count)(__global const uint *scalars, __global uint *counts,
+                            uint n, uint c, uint windows) {
+    uint i = get_global_id(0);
+    if (i >= n) return;
+    uint s[8];
+    PT(load_scalar)(scalars, i, s);
+    uint buckets = 1u << (c - 1);
+    for (uint w = 0; w < windows; w++) {
+        int d = PT(signed_digit)(s, w, c);
+        if (d != 0) atomic_inc(&counts[w * buckets + abs(d) - 1]);
     }
+}
 
-    // sum_j (j + 1) bucket_j with two running sums, top down.
+__kernel void PT(msm_scatter)(__global const uint *scalars, __global uint *cursor,
+                              __global uint *entries, uint n, uint c, uint windows) {
+    uint i = get_global_id(0);
+    if (i >= n) return;
+    uint s[8];
+    PT(load_scalar)(scalars, i, s);
+    uint buckets = 1u << (c - 1);
+    for (uint w = 0; w < windows; w++) {
+        int d = PT(signed_digit)(s, w, c);
+        if (d != 0) {
+            uint at = atomic_inc(&cursor[w * buckets + abs(d) - 1]);
+            entries[at] = i | (d < 0 ? 0x80000000u : 0u);
+        }
+    }
+}
+
+// Work-item s sums entries [s * segment, min((s + 1) * segment, total)).
+__kernel void PT(msm_segments)(__global const CAT(POINT, _affine) *bases,
+                               __global const uint *entries, __global const uint *offsets,
+                               __global POINT *bucket_sums, __global POINT *heads,
+                               __global POINT *tails, uint total, uint segment,
+                               uint bucket_count) {
+    uint seg = get_global_id(0);
+    uint start = seg * segment;
+    if (seg >= (total + segment - 1) / segment) return;
+    uint end = min(start + segment, total);
+    // The bucket holding entry `start`: offsets[k] <= start < offsets[k + 1].
+    uint lo = 0, hi = bucket_count;
+    while (hi - lo > 1) {
+        uint mid = lo + (hi - lo) / 2;
+        if (offsets[mid] <= start) lo = mid; else hi = mid;
+    }
+    uint k = lo;
+    POINT head = PT(identity)();
+    POINT tail = PT(identity)();
+    uint j = start;
+    while (j < end) {
+        while (offsets[k + 1] <= j) k++;
+        uint run_end = min(offsets[k + 1], end);
+        POINT acc = PT(identity)();
+        for (; j < run_end; j++) {
+            uint e = entries[j];
+            CAT(POINT, _affine) base = bases[e & 0x7fffffffu];
+            if ((e >> 31) && !PT(affine_is_identity)(base)) base.y = FN(neg)(base.y);
+            acc = PT(add_affine)(acc, base);
+        }
+        if (offsets[k] < start) head = acc;
+        else if (offsets[k + 1] > end) tail = acc;
+        else bucket_sums[k] = acc;
+    }
+    heads[seg] = head;
+    tails[seg] = tail;
+}
+
+// Work-item k finishes bucket k: empty, summed by one segment already, or crossing segments.
+__kernel void PT(msm_fixup)(__global const uint *offsets, __global POINT *bucket_sums,
+                            __global const POINT *heads, __global const POINT *tails,
+                            uint segment, uint bucket_count) {
+    uint k = get_global_id(0);
+    if (k >= bucket_count) return;
+    uint a = offsets[k];
+    uint e = offsets[k + 1];
+    if (a == e) {
+        bucket_sums[k] = PT(identity)();
+        return;
+    }
+    uint first = a / segment;
+    uint last = (e - 1) / segment;
+    if (first == last) return;
+    POINT acc = tails[first];
+    for (uint s = first + 1; s <= last; s++) acc = PT(add)(acc, heads[s]);
+    bucket_sums[k] = acc;
+}
+
+// Work-item (w, g) weighs buckets [g * len, (g + 1) * len) of window w by their digits:
+// sum_j (g * len + j + 1) S_j, as running sums (top down) plus (g * len) times their total.
+__kernel void PT(msm_reduce)(__global const POINT *bucket_sums, __global POINT *group_sums,
+                             uint c, uint windows, uint len) {
+    uint item = get_global_id(0);
+    uint buckets = 1u << (c - 1);
+    uint groups = buckets / len;
+    if (item >= windows * groups) return;
+    uint w = item / groups;
+    uint g = item % groups;
+    __global const POINT *mine = bucket_sums + w * buckets + g * len;
     POINT running = PT(identity)();
     POINT sum = PT(identity)();
-    for (int b = count - 1; b >= 0; b--) {
-        running = PT(add)(running, mine[b]);
+    for (int j = (int)len - 1; j >= 0; j--) {
+        running = PT(add)(running, mine[j]);
         sum = PT(add)(sum, running);
     }
-    results[item] = sum;
+    uint m = g * len;
+    POINT scaled = PT(identity)();
+    for (int bit = 31; bit >= 0; bit--) {
+        scaled = PT(double)(scaled);
+        if ((m >> bit) & 1) scaled = PT(add)(scaled, running);
+    }
+    group_sums[item] = PT(add)(sum, scaled);
+}
+
+// out[t] = in[t * run] + ... + in[t * run + run - 1].
+__kernel void PT(msm_sum_runs)(__global const POINT *in, __global POINT *out, uint n_out,
+                               uint run) {
+    uint t = get_global_id(0);
+    if (t >= n_out) return;
+    POINT acc = PT(identity)();
+    for (uint u = 0; u < run; u++) acc = PT(add)(acc, in[t * run + u]);
+    out[t] = acc;
 }
