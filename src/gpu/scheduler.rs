@@ -132,6 +132,10 @@ struct ClaimInner {
     stop: AtomicBool,
 }
 
+/// Device time one multiexp call of a GPU worker aims at: the chunks it takes at once. A higher
+/// priority waits at most for the kernel launch running when it asks, a part of this.
+const TARGET_BATCH: Duration = Duration::from_millis(20);
+
 /// The CPU takes a chunk only while more than this many per running device worker are queued.
 const CPU_SHARE_GUARD: usize = 2;
 /// Sleep of the CPU side while the devices finish the last chunks (it also tries to take
@@ -502,7 +506,11 @@ impl ClaimInner {
     }
 
     /// Takes chunks from the front until the queue is empty (keeps the device) or a higher
-    /// priority asks or the device fails (releases it).
+    /// priority asks or the device fails (releases it). A device takes a run of adjacent chunks
+    /// per multiexp call, as many as it computes in about [`TARGET_BATCH`] (measured on its
+    /// previous run): chunks stay small for the CPU's share and for the accounting, while a fast
+    /// device is not slowed by a launch per small chunk. A preempted or failed run puts all its
+    /// chunks back.
     fn gpu_worker<G: GpuCurve>(
         &self,
         k: LockedKernel,
@@ -511,14 +519,30 @@ impl ClaimInner {
         bases: &[G],
         scalars: &[ScalarRepr],
     ) -> Option<LockedKernel> {
+        let mut batch = 1usize;
         loop {
             if k.should_yield() {
                 self.release(k, true);
                 return None;
             }
-            let Some(range) = lock(queue).pop_front() else {
+            let run: Vec<Range<usize>> = {
+                let mut q = lock(queue);
+                let mut run: Vec<Range<usize>> = Vec::with_capacity(batch);
+                while run.len() < batch {
+                    match q.front() {
+                        Some(next) if run.last().map_or(true, |last| last.end == next.start) => {
+                            run.extend(q.pop_front());
+                        }
+                        _ => break,
+                    }
+                }
+                run
+            };
+            let (Some(first), Some(last)) = (run.first(), run.last()) else {
                 return Some(k);
             };
+            let range = first.start..last.end;
+            let started = Instant::now();
             let result = k
                 .device
                 .multiexp(&bases[range.clone()], &scalars[range.clone()], &|| {
@@ -532,10 +556,17 @@ impl ClaimInner {
                         .stats
                         .gpu_chunks
                         .entry(k.device.id.clone())
-                        .or_default() += 1;
+                        .or_default() += run.len() as u64;
+                    let per_chunk = started.elapsed().as_secs_f64() / run.len() as f64;
+                    let fit = (TARGET_BATCH.as_secs_f64() / per_chunk.max(1e-6)) as usize;
+                    batch = fit.clamp(1, 8 * batch);
                 }
                 Err(e) => {
-                    lock(queue).push_front(range);
+                    let mut q = lock(queue);
+                    for chunk in run.into_iter().rev() {
+                        q.push_front(chunk);
+                    }
+                    drop(q);
                     if matches!(e, GpuError::Interrupted) {
                         self.release(k, true);
                     } else {
