@@ -283,8 +283,7 @@ impl MultiexpKernel {
         let mut phases: Vec<(&str, std::time::Instant)> = vec![("", std::time::Instant::now())];
         let (base_limbs, scalar_limbs) = rayon::join(
             || {
-                let mut limbs = Vec::with_capacity(n * affine_limbs);
-                limbs.resize(n * affine_limbs, 0);
+                let mut limbs = vec![0u32; n * affine_limbs];
                 limbs
                     .par_chunks_mut(affine_limbs * 4096)
                     .zip(bases.par_chunks(4096))
