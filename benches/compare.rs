@@ -154,6 +154,8 @@ where
 }
 
 fn main() {
+    // RUST_LOG=preemptible_groth16=debug shows the GPU multiexp's phase times.
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| a != "--bench")

@@ -37,14 +37,34 @@ if [ -z "${PEER_BIN:-}" ]; then
 fi
 
 num() { grep -oE '[0-9]+\.[0-9]+' | head -n 1; }
-ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
+ratio() { python3 -c "print(f'{$1/$2:.2f}')" 2>/dev/null || echo -; }
+# The H200's limit for an operation at 2^k, in seconds (../shared/ANCHORS.md, "The limit on an
+# H200"): G1 multiexp 95 ms at 2^24 (16-bit windows, 10 field multiplications per bucket
+# addition at 1.7e13 IMAD/s), linear in the terms; G2 three times G1; an FFT 3 ms at 2^24, as
+# n log n; a proof of 2^20 constraints 0.28 s (witness synthesis on the CPU, 0.23 s, plus 50 ms of
+# GPU arithmetic), linear. On another machine the column is the H200's, not that machine's.
+limit() {
+    python3 -c "
+import sys
+what, k = sys.argv[1], int(sys.argv[2])
+n = 2 ** k
+table = {'g1': 0.095 * n / 2**24, 'g2': 0.285 * n / 2**24,
+         'fft': 0.003 * n * k / (2**24 * 24), 'prove': 0.28 * n / 2**20}
+print(f'{table[what]:.5f}')" "$1" "$2"
+}
 out=${OUT_MD:-target/bench-gpu-vs-peer.md}
 mkdir -p "$(dirname "$out")"
 {
-    echo "| operation | size | ours (s) | peer (s) | ours / peer | peer |"
-    echo "|---|---|---|---|---|---|"
+    echo "| operation | size | ours (s) | peer (s) | ours / peer | peer | limit (s) | ours / limit |"
+    echo "|---|---|---|---|---|---|---|---|"
 } > "$out"
-row() { echo "| $1 | 2^$2 | $3 | $4 | $5 | $6 |" >> "$out"; tail -n 1 "$out" >&2; }
+# row OPERATION K OURS PEER RATIO PEER_NAME LIMIT_KIND
+row() {
+    local l
+    l=$(limit "$7" "$2")
+    echo "| $1 | 2^$2 | $3 | $4 | $5 | $6 | $l | $(ratio "$3" "$l") |" >> "$out"
+    tail -n 1 "$out" >&2
+}
 line() { grep "$1" | num; }
 
 for section in $SECTIONS; do
@@ -53,27 +73,27 @@ for section in $SECTIONS; do
         for k in $MSM_SIZES; do
             o=$("$OURS_GPU_BIN" gpu-msm "$k" "$REPS" | line "gpu-msm 2^")
             p=$("$PEER_BIN" msm "$k" "$REPS" | num)
-            row "G1 multiexp, ours GPU" "$k" "$o" "$p" "$(ratio "$o" "$p")" "blst multi_exp, CPU"
+            row "G1 multiexp, ours GPU" "$k" "$o" "$p" "$(ratio "$o" "$p")" "blst multi_exp, CPU" g1
         done ;;
     g2)
         for k in $G2_SIZES; do
             o=$("$OURS_GPU_BIN" gpu-msm-g2 "$k" "$REPS" | line "gpu-msm-g2 2^")
             c=$("$OURS_CPU_BIN" msm-g2 "$k" 1 | num)
-            row "G2 multiexp, ours GPU" "$k" "$o" "$c" "$(ratio "$o" "$c")" "ours on the CPU (no peer command)"
+            row "G2 multiexp, ours GPU" "$k" "$o" "$c" "$(ratio "$o" "$c")" "ours on the CPU (no peer command)" g2
         done ;;
     fft)
         for k in $FFT_SIZES; do
             g=$("$OURS_GPU_BIN" gpu-fft "$k" "$REPS")
             c=$("$OURS_CPU_BIN" fft "$k" "$REPS" | num)
             d=$(line "gpu-fft-device" <<< "$g"); e=$(line "gpu-fft 2^" <<< "$g")
-            row "FFT, ours GPU, data on the device" "$k" "$d" "$c" "$(ratio "$d" "$c")" "ours on the CPU (no peer command)"
-            row "FFT, ours GPU, end to end" "$k" "$e" "$c" "$(ratio "$e" "$c")" "ours on the CPU (no peer command)"
+            row "FFT, ours GPU, data on the device" "$k" "$d" "$c" "$(ratio "$d" "$c")" "ours on the CPU (no peer command)" fft
+            row "FFT, ours GPU, end to end" "$k" "$e" "$c" "$(ratio "$e" "$c")" "ours on the CPU (no peer command)" fft
         done ;;
     prove)
         for k in $PROVE_SIZES; do
             o=$("$OURS_GPU_BIN" prove "$k" "$REPS" | line "prove 2^")
             p=$("$PEER_BIN" prove "$k" "$REPS" 2>/dev/null | line "bellperson prove")
-            row "Groth16 prove (squares), ours GPU" "$k" "$o" "$p" "$(ratio "$o" "$p")" "bellperson 0.27, GPU"
+            row "Groth16 prove (squares), ours GPU" "$k" "$o" "$p" "$(ratio "$o" "$p")" "bellperson 0.27, GPU" prove
         done ;;
     *) echo "unknown section $section" >&2; exit 2 ;;
     esac

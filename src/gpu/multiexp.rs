@@ -17,7 +17,6 @@ use crate::multiexp::{CurveAffine, ScalarRepr};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
 use group::prime::PrimeCurveAffine;
 use group::Group;
-use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -281,29 +280,30 @@ impl MultiexpKernel {
         // With debug logging, each phase is waited for and timed (for tuning; it costs a little).
         let timed = log::log_enabled!(log::Level::Debug);
         let mut phases: Vec<(&str, std::time::Instant)> = vec![("", std::time::Instant::now())];
-        let (base_limbs, scalar_limbs) = rayon::join(
-            || {
-                let mut limbs = vec![0u32; n * affine_limbs];
-                limbs
-                    .par_chunks_mut(affine_limbs * 4096)
-                    .zip(bases.par_chunks(4096))
-                    .for_each(|(out, points)| {
-                        let mut v = Vec::with_capacity(out.len());
-                        for b in points {
-                            b.push_coords(&mut v);
-                        }
-                        out.copy_from_slice(&v);
-                    });
-                limbs
-            },
-            || {
-                let mut limbs = Vec::with_capacity(n * 8);
-                for s in scalars {
-                    push_limbs(s.limbs(), &mut limbs);
-                }
-                limbs
-            },
-        );
+        // On a few threads of its own, not a rayon pool: the CPU's share of the same multiexp
+        // keeps the pools busy, and the device would wait behind it.
+        let mut base_limbs = vec![0u32; n * affine_limbs];
+        let mut scalar_limbs = Vec::with_capacity(n * 8);
+        let parts = (n >> 16).clamp(1, 8);
+        let per_part = n.div_ceil(parts);
+        std::thread::scope(|scope| {
+            for (out, points) in base_limbs
+                .chunks_mut(per_part * affine_limbs)
+                .zip(bases.chunks(per_part))
+            {
+                scope.spawn(move || {
+                    let mut v = Vec::with_capacity(affine_limbs);
+                    for (slot, b) in out.chunks_exact_mut(affine_limbs).zip(points) {
+                        v.clear();
+                        b.push_coords(&mut v);
+                        slot.copy_from_slice(&v);
+                    }
+                });
+            }
+            for s in scalars {
+                push_limbs(s.limbs(), &mut scalar_limbs);
+            }
+        });
 
         let built = self.program(G::NAME)?;
         let q = built.queue.clone();

@@ -557,6 +557,13 @@ impl ClaimInner {
                         .gpu_chunks
                         .entry(k.device.id.clone())
                         .or_default() += run.len() as u64;
+                    log::debug!(
+                        "gpu: {} computed {} chunk(s), {} terms, in {:.2?}",
+                        k.device.id,
+                        run.len(),
+                        range.len(),
+                        started.elapsed()
+                    );
                     let per_chunk = started.elapsed().as_secs_f64() / run.len() as f64;
                     let fit = (TARGET_BATCH.as_secs_f64() / per_chunk.max(1e-6)) as usize;
                     batch = fit.clamp(1, 8 * batch);

@@ -239,10 +239,27 @@ impl Work {
         &mut self,
         bases: &[G],
         scalars: &[ScalarRepr],
+        what: &str,
     ) -> Result<G::Curve, SynthesisError> {
         if bases.len() != scalars.len() {
-            return Err(mismatch("query", bases.len(), scalars.len()));
+            return Err(mismatch(what, bases.len(), scalars.len()));
         }
+        let started = Instant::now();
+        let sum = self.msm_any(bases, scalars, what);
+        log::debug!(
+            "prove: {what} multiexp of {} terms in {:.2?}",
+            bases.len(),
+            started.elapsed()
+        );
+        sum
+    }
+
+    fn msm_any<G: CurveAffine>(
+        &mut self,
+        bases: &[G],
+        scalars: &[ScalarRepr],
+        what: &str,
+    ) -> Result<G::Curve, SynthesisError> {
         #[cfg(feature = "gpu")]
         if let Some(claim) = self.claim.as_mut() {
             return Ok(G::scheduled_multiexp(
@@ -253,7 +270,7 @@ impl Work {
             ));
         }
         self.cpu_multiexps += 1;
-        multiexp(bases, scalars).map_err(|e: LengthMismatch| mismatch("query", e.bases, e.scalars))
+        multiexp(bases, scalars).map_err(|e: LengthMismatch| mismatch(what, e.bases, e.scalars))
     }
 
     /// Releases the devices and adds the counters to `report`.
@@ -299,19 +316,19 @@ fn prove<P: ParameterSource + Sync>(
     let mut work = Work::new(options);
     let h = work.quotient(cs.a, cs.b, cs.c)?;
     log::debug!("prove: quotient polynomial in {:.2?}", start.elapsed());
-    let h = work.msm(params.h(), &scalar_reprs(&h))?;
+    let h = work.msm(params.h(), &scalar_reprs(&h), "H query")?;
 
     let inputs = scalar_reprs(&cs.input_assignment);
     let aux = scalar_reprs(&cs.aux_assignment);
-    let l = work.msm(params.l(), &aux)?;
+    let l = work.msm(params.l(), &aux, "L query")?;
     let mut a_scalars = inputs.clone();
     a_scalars.extend(cs.a_aux_density.select(&aux));
-    let a = work.msm(params.a(), &a_scalars)?;
+    let a = work.msm(params.a(), &a_scalars, "A query")?;
     drop(a_scalars);
     let mut b_scalars = cs.b_input_density.select(&inputs);
     b_scalars.extend(cs.b_aux_density.select(&aux));
-    let b_g1 = work.msm(params.b_g1(), &b_scalars)?;
-    let b_g2 = work.msm(params.b_g2(), &b_scalars)?;
+    let b_g1 = work.msm(params.b_g1(), &b_scalars, "B query in G1")?;
+    let b_g2 = work.msm(params.b_g2(), &b_scalars, "B query in G2")?;
     work.finish(report);
     log::debug!("prove: multiexps done at {:.2?}", start.elapsed());
 
