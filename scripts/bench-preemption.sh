@@ -10,14 +10,16 @@
 #
 # Parameters are cached in params-cache/ (generated once, which takes minutes at 2^24). The
 # timeline charts go to target/preemption-LOW-HIGH.svg. PEER_SIZES lists the low sizes to run
-# the peer at (default 20: its scenario generates its parameters on every run, 80 s at 2^20).
+# the peer at (default 20: its scenario generates its parameters on every run, 80 s at 2^20);
+# ALONE_SIZES the low sizes whose provers are also timed alone (default: all of LOWS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PEER=${PEER:-../shared/peers/bellperson-bench}
 LOWS=${LOWS:-"20 24"}
 HIGH=${HIGH:-16}
 ROUNDS=(${ROUNDS:-60 40})
-PEER_SIZES=${PEER_SIZES:-20}
+PEER_SIZES=${PEER_SIZES-20}
+ALONE_SIZES=${ALONE_SIZES-$LOWS}
 if [ -z "${PROVER_BIN:-}" ]; then
     cargo build --release --features gpu --example prover >&2
     PROVER_BIN=target/release/examples/prover
@@ -32,7 +34,11 @@ for low in $LOWS; do
     rounds=${ROUNDS[$i]:-${ROUNDS[-1]}}
     i=$((i + 1))
     echo "## low 2^$low, high 2^$HIGH, $rounds rounds"
-    "$PROVER_BIN" --demo --low "$low" --high "$HIGH" --rounds "$rounds" --alone \
+    alone=()
+    for a in $ALONE_SIZES; do
+        if [ "$a" = "$low" ]; then alone=(--alone); fi
+    done
+    "$PROVER_BIN" --demo --low "$low" --high "$HIGH" --rounds "$rounds" "${alone[@]}" \
         --svg "target/preemption-$low-$HIGH.svg"
     for p in $PEER_SIZES; do
         if [ "$p" = "$low" ]; then

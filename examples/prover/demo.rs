@@ -245,6 +245,10 @@ pub fn run(
         quantile(&handovers, 0.99),
         handovers.last().copied().unwrap_or(f64::NAN),
     );
+    if !handovers.is_empty() && handovers.len() <= 100 {
+        let list: Vec<String> = handovers.iter().map(|h| format!("{h:.1}")).collect();
+        println!("hand-over samples (ms, sorted): {}", list.join(" "));
+    }
     println!(
         "high-priority proof while the low one runs: p50 {:.0} ms, p99 {:.0} ms; the high ones \
          held the GPU {high_held:.0} ms in all",

@@ -108,6 +108,9 @@ struct Shared {
     asking: HashMap<String, (PriorityFlag, Instant)>,
     /// Whether this prover lost a device (a later take is a return).
     lost: bool,
+    /// Chunks per call last fitted to [`TARGET_BATCH`], per device and group: a claim's next
+    /// multiexp starts there instead of at one chunk.
+    batch: HashMap<(String, &'static str), usize>,
 }
 
 /// One proof's use of the GPUs. A watcher thread probes the devices held between pieces of
@@ -519,7 +522,8 @@ impl ClaimInner {
         bases: &[G],
         scalars: &[ScalarRepr],
     ) -> Option<LockedKernel> {
-        let mut batch = 1usize;
+        let key = (k.device.id.clone(), G::NAME);
+        let mut batch = self.shared().batch.get(&key).copied().unwrap_or(1);
         loop {
             if k.should_yield() {
                 self.release(k, true);
@@ -566,7 +570,13 @@ impl ClaimInner {
                     );
                     let per_chunk = started.elapsed().as_secs_f64() / run.len() as f64;
                     let fit = (TARGET_BATCH.as_secs_f64() / per_chunk.max(1e-6)) as usize;
-                    batch = fit.clamp(1, 8 * batch);
+                    // A short run (the multiexp's last chunks) says little: it may only grow.
+                    batch = if run.len() < batch {
+                        fit.clamp(batch, 8 * batch)
+                    } else {
+                        fit.clamp(1, 8 * batch)
+                    };
+                    self.shared().batch.insert(key.clone(), batch);
                 }
                 Err(e) => {
                     let mut q = lock(queue);
