@@ -237,6 +237,92 @@ fn an_unusable_lock_directory_means_a_cpu_run() {
     assert!(!report.fft_on_gpu);
 }
 
+/// Fills `dir` with empty files until the file system refuses one; returns them.
+#[cfg(target_os = "linux")]
+fn fill(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for i in 0.. {
+        let f = dir.join(format!("filler-{i}"));
+        match std::fs::File::create(&f) {
+            Ok(_) => files.push(f),
+            Err(e) => {
+                assert_eq!(e.raw_os_error(), Some(28), "expected ENOSPC, got {e}");
+                break;
+            }
+        }
+        assert!(i < 10_000, "the file system never filled up");
+    }
+    files
+}
+
+/// A lock directory on a file system that is full: a prover that cannot create its files proves
+/// on the CPU; one that holds its device when the file system fills keeps proving beside a higher
+/// one, every proof verifies and nothing stays locked. Needs a tmpfs mount (root in a container,
+/// as in CI); elsewhere it says so and passes.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_lock_directory_loses_no_proof() {
+    let _g = setup("full");
+    let (long, short) = long_and_short();
+    let dir = locks::lock_dir();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m,nr_inodes=48", "tmpfs"])
+        .arg(&dir)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !mounted {
+        eprintln!("SKIPPED: cannot mount a small tmpfs here (needs root)");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(dir.clone());
+
+    // Full before anyone starts: no lock file can be made.
+    let fillers = fill(&dir);
+    let report = prove(short, &options(Priority::High, None));
+    assert_eq!(report.gpu_chunks_total(), 0, "{report:?}");
+    for f in &fillers {
+        std::fs::remove_file(f).unwrap();
+    }
+
+    // Fills up while a low prover holds the devices.
+    let devices = device_ids();
+    std::thread::scope(|s| {
+        let low = s.spawn(|| prove(long, &options(Priority::Low, None)));
+        let t0 = Instant::now();
+        while locks::status(&dir, &devices)
+            .unwrap()
+            .iter()
+            .all(|d| d.holder.is_none())
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "the low prover never took a device"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let fillers = fill(&dir);
+        let high = prove(short, &options(Priority::High, None));
+        let low = low.join().unwrap();
+        for f in &fillers {
+            std::fs::remove_file(f).unwrap();
+        }
+        // Both proofs verified (`prove`). Whether the high one got a device depends on whether
+        // the low one freed an inode (its own flag file) while the high one asked: either is fine.
+        assert!(low.gpu_chunks_total() > 0, "{low:?}");
+        assert_eq!(high.priority, Priority::High);
+    });
+    for d in locks::status(&dir, &devices).unwrap() {
+        assert!(d.holder.is_none() && d.wanted_at.is_empty(), "{d:?}");
+    }
+}
+
 /// User plus system CPU time of this process, from `/proc/self/stat` (clock ticks of 10 ms).
 #[cfg(target_os = "linux")]
 fn process_cpu_time() -> Duration {
