@@ -237,6 +237,40 @@ fn an_unusable_lock_directory_means_a_cpu_run() {
     assert!(!report.fft_on_gpu);
 }
 
+/// A device with too little memory for the work: what fits runs there, the rest (here the
+/// quotient) on the CPU, without failing the device; when not even one chunk fits, the CPU does
+/// everything. The report counts each out-of-memory; both proofs verify and every chunk is
+/// computed exactly once (`prove`). (Cutting a run of several chunks after running out of memory
+/// is `scheduler::next_batch`'s unit test: the fake devices' speed here keeps runs at one chunk.)
+#[test]
+fn a_device_out_of_memory_leaves_what_does_not_fit_to_the_cpu() {
+    use preemptible_groth16::gpu::backend::limit_device_memory;
+    let _g = setup("oom");
+    struct Unlimit;
+    impl Drop for Unlimit {
+        fn drop(&mut self) {
+            limit_device_memory(None);
+        }
+    }
+    let _unlimit = Unlimit;
+    let (long, _) = long_and_short();
+    // The fake device needs 128 bytes per multiexp term: room for one and a half chunks, not for
+    // the quotient's three vectors of 2^15 values.
+    limit_device_memory(Some(128 * 3 * CHUNK as u64 / 2));
+    let report = prove(long, &options(Priority::Normal, None));
+    assert!(report.gpu_chunks_total() > 0, "{report:?}");
+    assert_eq!(report.gpu_failures, 0, "{report:?}");
+    assert!(!report.fft_on_gpu, "{report:?}");
+    assert!(report.out_of_memory >= 1, "{report:?}");
+
+    // Room for less than one chunk: the CPU does everything.
+    limit_device_memory(Some(1000));
+    let report = prove(long, &options(Priority::Normal, None));
+    assert_eq!(report.gpu_chunks_total(), 0, "{report:?}");
+    assert!(report.gpu_failures >= 1, "{report:?}");
+    assert!(report.out_of_memory >= 2, "{report:?}");
+}
+
 /// Fills `dir` with empty files until the file system refuses one; returns them.
 #[cfg(target_os = "linux")]
 fn fill(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

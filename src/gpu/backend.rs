@@ -10,7 +10,7 @@ use super::fft::FftKernel;
 use super::multiexp::{GpuCurve, MultiexpKernel};
 use crate::multiexp::ScalarRepr;
 use blstrs::Scalar;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// Multiexps smaller than this stay on the CPU.
@@ -20,6 +20,8 @@ pub const MIN_GPU_FFT: usize = 1 << 12;
 
 static DEVICES: OnceLock<Vec<GpuDevice>> = OnceLock::new();
 static INJECT_FAILURES: AtomicBool = AtomicBool::new(false);
+/// Test hook: device memory in bytes that one multiexp or quotient may use (`u64::MAX`: no limit).
+static MEMORY_LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
 
 /// What computes on a device.
 #[derive(Debug)]
@@ -50,6 +52,18 @@ impl GpuDevice {
         }
     }
 
+    /// The injected memory limit, as the runtime would report it.
+    fn fits(bytes: u64) -> Result<(), GpuError> {
+        let limit = MEMORY_LIMIT.load(Ordering::Relaxed);
+        if bytes > limit {
+            Err(GpuError::OutOfMemory(format!(
+                "{bytes} bytes needed, {limit} injected as the limit"
+            )))
+        } else {
+            Ok(())
+        }
+    }
+
     /// A multiexp on this device; `interrupt` is asked between kernel launches.
     pub(crate) fn multiexp<G: GpuCurve>(
         &self,
@@ -58,6 +72,10 @@ impl GpuDevice {
         interrupt: &dyn Fn() -> bool,
     ) -> Result<G::Curve, GpuError> {
         Self::injected()?;
+        Self::fits(match &self.engine {
+            Engine::OpenCl { .. } => MultiexpKernel::device_bytes::<G>(bases.len()),
+            Engine::Fake(_) => FakeDevice::multiexp_bytes(bases.len()),
+        })?;
         match &self.engine {
             Engine::OpenCl { multiexp, .. } => {
                 multiexp.multiexp_interruptible(bases, scalars, interrupt)
@@ -75,6 +93,8 @@ impl GpuDevice {
         interrupt: &dyn Fn() -> bool,
     ) -> Result<Vec<Scalar>, GpuError> {
         Self::injected()?;
+        // Three vectors of the domain's size, on either engine.
+        Self::fits(3 * 32 * a.len().next_power_of_two() as u64)?;
         match &self.engine {
             Engine::OpenCl { fft: Some(k), .. } => k.quotient_interruptible(a, b, c, interrupt),
             Engine::OpenCl { fft: None, .. } => Err(GpuError::NoDevice(format!(
@@ -105,6 +125,14 @@ impl GpuDevice {
 #[doc(hidden)]
 pub fn inject_failures(on: bool) {
     INJECT_FAILURES.store(on, Ordering::Relaxed);
+}
+
+/// Makes every GPU multiexp or quotient that would use more than `bytes` of device memory fail
+/// as out of memory (`None` lifts the limit), to test the scheduler's smaller runs and the CPU
+/// fallback.
+#[doc(hidden)]
+pub fn limit_device_memory(bytes: Option<u64>) {
+    MEMORY_LIMIT.store(bytes.unwrap_or(u64::MAX), Ordering::Relaxed);
 }
 
 /// The devices of this process (built at the first call; those whose programs do not build are

@@ -22,19 +22,40 @@ pub enum GpuError {
     /// device; every buffer of it has been freed.
     #[error("interrupted: a higher priority wants the device")]
     Interrupted,
+    /// The device had too little free memory for the work (the runtime's allocation failure or
+    /// out-of-resources status). The scheduler retries with fewer chunks, then the CPU.
+    #[error("the device ran out of memory: {0}")]
+    OutOfMemory(String),
     /// Input that the kernels cannot take (a size that does not fit, mismatched lengths).
     #[error("invalid GPU input: {0}")]
     InvalidInput(String),
 }
 
+/// Whether an OpenCL status says the device's memory (or resources) ran out.
+fn out_of_memory(status: Option<ocl::core::Status>) -> bool {
+    matches!(
+        status,
+        Some(ocl::core::Status::CL_MEM_OBJECT_ALLOCATION_FAILURE)
+            | Some(ocl::core::Status::CL_OUT_OF_RESOURCES)
+    )
+}
+
 impl From<ocl::Error> for GpuError {
     fn from(e: ocl::Error) -> Self {
-        GpuError::Ocl(e.to_string())
+        if out_of_memory(e.api_status()) {
+            GpuError::OutOfMemory(e.to_string())
+        } else {
+            GpuError::Ocl(e.to_string())
+        }
     }
 }
 
 impl From<ocl::core::Error> for GpuError {
     fn from(e: ocl::core::Error) -> Self {
-        GpuError::Ocl(e.to_string())
+        if out_of_memory(e.api_status()) {
+            GpuError::OutOfMemory(e.to_string())
+        } else {
+            GpuError::Ocl(e.to_string())
+        }
     }
 }

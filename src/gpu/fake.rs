@@ -73,6 +73,11 @@ impl FakeDevice {
         self.live.load(Ordering::Relaxed)
     }
 
+    /// Pretend device memory of a multiexp of `n` terms.
+    pub(crate) fn multiexp_bytes(n: usize) -> u64 {
+        128 * n as u64
+    }
+
     /// Holds `bytes` of pretend device memory for `n` terms' worth of time, checking `interrupt`
     /// every millisecond.
     fn occupy(&self, n: usize, bytes: u64, interrupt: &dyn Fn() -> bool) -> Result<(), GpuError> {
@@ -100,7 +105,7 @@ impl FakeDevice {
         scalars: &[ScalarRepr],
         interrupt: &dyn Fn() -> bool,
     ) -> Result<G::Curve, GpuError> {
-        self.occupy(bases.len(), 128 * bases.len() as u64, interrupt)?;
+        self.occupy(bases.len(), Self::multiexp_bytes(bases.len()), interrupt)?;
         // The result, in pieces on a pool of the fake devices' own (the crate's pool may be busy
         // with the CPU's share, and a device does not queue behind it), each piece checking for
         // interruption first.

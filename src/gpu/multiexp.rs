@@ -195,6 +195,16 @@ impl MultiexpKernel {
         Ok(kernel)
     }
 
+    /// Device memory a multiexp of `n` terms in the group of `G` needs at its peak, about: the
+    /// bases, scalars and bucket entries, and the bucket sums.
+    pub fn device_bytes<G: GpuCurve>(n: usize) -> u64 {
+        let plan = Plan::new(n);
+        let point = 4 * 3 * G::COORD_LIMBS as u64;
+        let n = n as u64;
+        n * (4 * 2 * G::COORD_LIMBS as u64 + 32 + 4 * plan.windows as u64)
+            + plan.bucket_count() as u64 * (point + 8)
+    }
+
     /// Bytes of device memory held by multiexps running on this kernel now (0 between calls:
     /// every call frees its buffers before it returns).
     pub fn live_device_bytes(&self) -> u64 {

@@ -94,6 +94,7 @@ struct Stats {
     yield_latency: Option<Duration>,
     live_at_release: u64,
     failures: u64,
+    out_of_memory: u64,
 }
 
 /// State the CPU side and the GPU workers both change.
@@ -111,6 +112,8 @@ struct Shared {
     /// Chunks per call last fitted to [`TARGET_BATCH`], per device and group: a claim's next
     /// multiexp starts there instead of at one chunk.
     batch: HashMap<(String, &'static str), usize>,
+    /// The most chunks per call after a device ran out of memory, per device and group.
+    batch_cap: HashMap<(String, &'static str), usize>,
 }
 
 /// One proof's use of the GPUs. A watcher thread probes the devices held between pieces of
@@ -568,22 +571,34 @@ impl ClaimInner {
                         range.len(),
                         started.elapsed()
                     );
-                    let per_chunk = started.elapsed().as_secs_f64() / run.len() as f64;
-                    let fit = (TARGET_BATCH.as_secs_f64() / per_chunk.max(1e-6)) as usize;
-                    // A short run (the multiexp's last chunks) says little: it may only grow.
-                    batch = if run.len() < batch {
-                        fit.clamp(batch, 8 * batch)
-                    } else {
-                        fit.clamp(1, 8 * batch)
-                    };
-                    self.shared().batch.insert(key.clone(), batch);
+                    let mut s = self.shared();
+                    let cap = s.batch_cap.get(&key).copied();
+                    batch = next_batch(batch, run.len(), started.elapsed(), cap);
+                    s.batch.insert(key.clone(), batch);
                 }
                 Err(e) => {
+                    let chunks = run.len();
                     let mut q = lock(queue);
                     for chunk in run.into_iter().rev() {
                         q.push_front(chunk);
                     }
                     drop(q);
+                    if matches!(e, GpuError::OutOfMemory(_)) {
+                        let mut s = self.shared();
+                        s.stats.out_of_memory += 1;
+                        if chunks > 1 {
+                            // Fewer chunks at once, for the rest of this claim.
+                            batch = chunks / 2;
+                            s.batch.insert(key.clone(), batch);
+                            s.batch_cap.insert(key.clone(), batch);
+                            drop(s);
+                            log::info!(
+                                "gpu: {} ran out of memory on {chunks} chunks ({e}); taking {batch}",
+                                k.device.id
+                            );
+                            continue;
+                        }
+                    }
                     if matches!(e, GpuError::Interrupted) {
                         self.release(k, true);
                     } else {
@@ -626,6 +641,14 @@ impl ClaimInner {
                 self.release(k, true);
                 None
             }
+            Err(e @ GpuError::OutOfMemory(_)) => {
+                // The quotient cannot be cut smaller: the CPU computes it; the device stays
+                // with this claim for the multiexps.
+                log::info!("gpu: quotient on the CPU: {e}");
+                self.shared().stats.out_of_memory += 1;
+                lock(&self.idle).push(k);
+                None
+            }
             Err(e) => {
                 self.fail(k, &e);
                 None
@@ -651,6 +674,7 @@ impl ClaimInner {
         report.yield_latency = s.yield_latency;
         report.live_device_bytes_at_release = s.live_at_release;
         report.gpu_failures = s.failures;
+        report.out_of_memory = s.out_of_memory;
     }
 }
 
@@ -661,6 +685,21 @@ impl Drop for GpuClaim {
         lock(&self.inner.idle).clear();
         CLAIMS_ON_THREAD.with(|c| c.set(c.get().saturating_sub(1)));
     }
+}
+
+/// Chunks a device takes in its next call, after `ran` chunks took `elapsed` with `batch` asked
+/// for: as many as fit in [`TARGET_BATCH`] at that speed, growing at most 8x per call, never above
+/// `cap` (set when the device ran out of memory). A short run (a multiexp's last chunks) says
+/// little about the speed: after one the batch may only grow.
+fn next_batch(batch: usize, ran: usize, elapsed: Duration, cap: Option<usize>) -> usize {
+    let per_chunk = elapsed.as_secs_f64() / ran.max(1) as f64;
+    let fit = (TARGET_BATCH.as_secs_f64() / per_chunk.max(1e-6)) as usize;
+    let next = if ran < batch {
+        fit.clamp(batch, 8 * batch)
+    } else {
+        fit.clamp(1, 8 * batch)
+    };
+    next.min(cap.unwrap_or(usize::MAX)).max(1)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -674,4 +713,25 @@ fn queue_len(q: &Mutex<VecDeque<Range<usize>>>) -> usize {
 /// One chunk on the CPU; the lengths were checked by the caller.
 fn cpu_part<G: GpuCurve>(bases: &[G], scalars: &[ScalarRepr], range: Range<usize>) -> G::Curve {
     multiexp(&bases[range.clone()], &scalars[range]).unwrap_or_else(|_| G::Curve::identity())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_batch;
+    use std::time::Duration;
+
+    #[test]
+    fn runs_fit_the_target_time_and_respect_the_memory_cap() {
+        let ms = Duration::from_millis;
+        // 2 ms per chunk: ten fit in 20 ms, but growth is at most 8x per call.
+        assert_eq!(next_batch(1, 1, ms(2), None), 8);
+        assert_eq!(next_batch(8, 8, ms(16), None), 10);
+        // Slow chunks: one at a time.
+        assert_eq!(next_batch(4, 4, ms(400), None), 1);
+        // A short last run does not shrink the batch.
+        assert_eq!(next_batch(10, 2, ms(30), None), 10);
+        // After running out of memory at 6 chunks the cap is 3.
+        assert_eq!(next_batch(3, 3, ms(3), Some(3)), 3);
+        assert_eq!(next_batch(1, 1, ms(0), Some(3)), 3);
+    }
 }

@@ -141,6 +141,9 @@ pub struct ProofReport {
     pub live_device_bytes_at_release: u64,
     /// GPU errors that sent work to the CPU.
     pub gpu_failures: u64,
+    /// Times a device ran out of memory: it then takes fewer chunks at once, or, at one chunk,
+    /// counts as a GPU failure and the CPU does the work.
+    pub out_of_memory: u64,
 }
 
 impl ProofReport {
@@ -163,7 +166,7 @@ impl ProofReport {
             "{{\"priority\":\"{}\",\"total_ms\":{},\"gpu_chunks\":{},\"gpu_chunks_by_device\":{{{}}},\
              \"cpu_chunks\":{},\"total_chunks\":{},\"fft_on_gpu\":{},\"preemptions\":{},\
              \"returns_to_gpu\":{},\"wait_ms\":{},\"handover_ms\":{},\"yield_ms\":{},\
-             \"live_device_bytes_at_release\":{},\"gpu_failures\":{}}}",
+             \"live_device_bytes_at_release\":{},\"gpu_failures\":{},\"out_of_memory\":{}}}",
             self.priority,
             ms(self.total),
             self.gpu_chunks_total(),
@@ -177,7 +180,8 @@ impl ProofReport {
             opt_ms(self.handover),
             opt_ms(self.yield_latency),
             self.live_device_bytes_at_release,
-            self.gpu_failures
+            self.gpu_failures,
+            self.out_of_memory
         )
     }
 }
@@ -235,6 +239,9 @@ mod tests {
             "{j}"
         );
         assert!(j.contains("\"handover_ms\":2.500,\"yield_ms\":null"), "{j}");
-        assert!(j.ends_with("\"gpu_failures\":0}"), "{j}");
+        assert!(
+            j.ends_with("\"gpu_failures\":0,\"out_of_memory\":0}"),
+            "{j}"
+        );
     }
 }
