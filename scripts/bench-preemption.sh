@@ -24,7 +24,7 @@ if [ -z "${PROVER_BIN:-}" ]; then
     cargo build --release --features gpu --example prover >&2
     PROVER_BIN=target/release/examples/prover
 fi
-if [ -z "${PEER_BIN:-}" ]; then
+if [ -z "${PEER_BIN:-}" ] && [ -n "$PEER_SIZES" ]; then
     cargo build --release --manifest-path "$PEER/Cargo.toml" --target-dir target/peer >&2
     PEER_BIN=target/peer/release/bellperson-bench
 fi

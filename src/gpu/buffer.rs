@@ -34,6 +34,33 @@ impl<'a> TrackedBuffer<'a> {
             live,
         })
     }
+
+    /// A buffer of `len` values that `fill` writes on the host. The values are staged in pinned
+    /// host memory (`CL_MEM_ALLOC_HOST_PTR`, mapped), which the device copies from at full bus
+    /// speed; from an ordinary allocation the driver copies through a bounce buffer of its own,
+    /// several times slower. Only the device buffer counts as live device memory.
+    #[allow(unsafe_code)]
+    pub(crate) fn filled(
+        queue: &ocl::Queue,
+        len: usize,
+        live: &'a AtomicU64,
+        fill: impl FnOnce(&mut [u32]),
+    ) -> Result<Self, GpuError> {
+        let len = len.max(1);
+        let staging = ocl::Buffer::<u32>::builder()
+            .queue(queue.clone())
+            .flags(ocl::flags::MemFlags::new().alloc_host_ptr().read_write())
+            .len(len)
+            .build()?;
+        // SAFETY: the only mapping of a buffer this function just made and nobody else sees.
+        let mut map = unsafe { staging.map().write_invalidate().enq()? };
+        fill(&mut map);
+        map.unmap().queue(queue).enq()?;
+        let device = Self::new(queue, len, None, live)?;
+        staging.copy(&*device, None, None).queue(queue).enq()?;
+        queue.finish()?;
+        Ok(device)
+    }
 }
 
 impl std::ops::Deref for TrackedBuffer<'_> {

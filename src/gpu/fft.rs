@@ -25,10 +25,10 @@ const LIMBS: usize = 8;
 /// Radix-2 rounds per launch at most (`FFT_MAX_DEG` in `cl/fft.cl`).
 const MAX_DEG: u32 = 8;
 
-/// Montgomery limbs of `values` (blst's form with R = 2^256, which is the device's: a copy, no
-/// arithmetic), flattened, followed by zeros up to `len` values.
-fn to_device(values: &[Scalar], len: usize) -> Vec<u32> {
-    let mut out = vec![0u32; len.max(values.len()) * LIMBS];
+/// Writes the Montgomery limbs of `values` (blst's form with R = 2^256, which is the device's: a
+/// copy, no arithmetic) into `out`, flattened, and zeros after them.
+fn to_device(values: &[Scalar], out: &mut [u32]) {
+    out[values.len() * LIMBS..].fill(0);
     multicore::install(|| {
         out.par_chunks_mut(LIMBS)
             .zip(values.par_iter())
@@ -40,7 +40,6 @@ fn to_device(values: &[Scalar], len: usize) -> Vec<u32> {
                 }
             })
     });
-    out
 }
 
 /// Values from Montgomery limbs; a limb pattern that is not below `r` is a device fault.
@@ -329,8 +328,10 @@ impl FftKernel {
 
     /// `values` in Montgomery form on the device, zero-padded to `len` values.
     fn upload(&self, values: &[Scalar], len: usize) -> Result<DeviceValues<'_>, GpuError> {
-        let limbs = to_device(values, len);
-        TrackedBuffer::new(&self.program.queue, limbs.len(), Some(&limbs), &self.live)
+        let len = len.max(values.len()) * LIMBS;
+        TrackedBuffer::filled(&self.program.queue, len, &self.live, |out| {
+            to_device(values, out)
+        })
     }
 
     fn download(&self, data: &DeviceValues, values: &mut [Scalar]) -> Result<(), GpuError> {

@@ -111,6 +111,10 @@ pub struct Plan {
 /// Most terms a segment work-item sums; segments aim at this many work-items in all.
 const MAX_SEGMENT: usize = 512;
 const TARGET_SEGMENTS: usize = 1 << 17;
+/// Work-items per work-group for every multiexp kernel. Left to the driver, the group size must
+/// divide the global size, and an awkward count of segments (a prime, say) got groups of one
+/// work-item; the kernels bounds-check their index, so the global size is rounded up instead.
+const WORK_GROUP: usize = 64;
 
 impl Plan {
     /// The plan for `n` terms: the window width that minimises bucket additions (`n` per window)
@@ -290,31 +294,6 @@ impl MultiexpKernel {
         // With debug logging, each phase is waited for and timed (for tuning; it costs a little).
         let timed = log::log_enabled!(log::Level::Debug);
         let mut phases: Vec<(&str, std::time::Instant)> = vec![("", std::time::Instant::now())];
-        // On a few threads of its own, not a rayon pool: the CPU's share of the same multiexp
-        // keeps the pools busy, and the device would wait behind it.
-        let mut base_limbs = vec![0u32; n * affine_limbs];
-        let mut scalar_limbs = Vec::with_capacity(n * 8);
-        let parts = (n >> 16).clamp(1, 8);
-        let per_part = n.div_ceil(parts);
-        std::thread::scope(|scope| {
-            for (out, points) in base_limbs
-                .chunks_mut(per_part * affine_limbs)
-                .zip(bases.chunks(per_part))
-            {
-                scope.spawn(move || {
-                    let mut v = Vec::with_capacity(affine_limbs);
-                    for (slot, b) in out.chunks_exact_mut(affine_limbs).zip(points) {
-                        v.clear();
-                        b.push_coords(&mut v);
-                        slot.copy_from_slice(&v);
-                    }
-                });
-            }
-            for s in scalars {
-                push_limbs(s.limbs(), &mut scalar_limbs);
-            }
-        });
-
         let built = self.program(G::NAME)?;
         let q = built.queue.clone();
         let p = &built.program;
@@ -332,7 +311,8 @@ impl MultiexpKernel {
                 .program(p)
                 .name(format!("{}_{name}", G::NAME))
                 .queue(q.clone())
-                .global_work_size(items.max(1));
+                .global_work_size(items.max(1).next_multiple_of(WORK_GROUP))
+                .local_work_size(WORK_GROUP);
             builder
         };
         let mut mark = |label: &'static str| -> Result<(), GpuError> {
@@ -342,11 +322,37 @@ impl MultiexpKernel {
             }
             Ok(())
         };
-        mark("host limbs")?;
-        let bases_buf = TrackedBuffer::new(&q, base_limbs.len(), Some(&base_limbs), live)?;
-        drop(base_limbs);
-        let scalars_buf = TrackedBuffer::new(&q, scalar_limbs.len(), Some(&scalar_limbs), live)?;
-        drop(scalar_limbs);
+        mark("program")?;
+        // The limbs are written straight into the staging memory, on a few threads of their own,
+        // not a rayon pool: the CPU's share of the same multiexp keeps the pools busy, and the
+        // device would wait behind it.
+        let parts = (n >> 16).clamp(1, 8);
+        let per_part = n.div_ceil(parts);
+        let bases_buf = TrackedBuffer::filled(&q, n * affine_limbs, live, |out| {
+            std::thread::scope(|scope| {
+                for (out, points) in out
+                    .chunks_mut(per_part * affine_limbs)
+                    .zip(bases.chunks(per_part))
+                {
+                    scope.spawn(move || {
+                        let mut v = Vec::with_capacity(affine_limbs);
+                        for (slot, b) in out.chunks_exact_mut(affine_limbs).zip(points) {
+                            v.clear();
+                            b.push_coords(&mut v);
+                            slot.copy_from_slice(&v);
+                        }
+                    });
+                }
+            })
+        })?;
+        let scalars_buf = TrackedBuffer::filled(&q, n * 8, live, |out| {
+            for (slot, s) in out.chunks_exact_mut(8).zip(scalars) {
+                for (pair, l) in slot.chunks_exact_mut(2).zip(s.limbs()) {
+                    pair[0] = *l as u32;
+                    pair[1] = (*l >> 32) as u32;
+                }
+            }
+        })?;
         mark("upload")?;
 
         // 1. Count the terms of each bucket; the host turns counts into offsets.
