@@ -329,15 +329,26 @@ impl FftKernel {
     /// `values` in Montgomery form on the device, zero-padded to `len` values.
     fn upload(&self, values: &[Scalar], len: usize) -> Result<DeviceValues<'_>, GpuError> {
         let len = len.max(values.len()) * LIMBS;
-        TrackedBuffer::filled(&self.program.queue, len, &self.live, |out| {
-            to_device(values, out)
-        })
+        let q = &self.program.queue;
+        let data = TrackedBuffer::new(q, len, None, &self.live)?;
+        self.program.with_staging(|staging| {
+            staging.upload(q, &data, len, LIMBS, &|start, out| {
+                let first = (start / LIMBS).min(values.len());
+                let last = (first + out.len() / LIMBS).min(values.len());
+                to_device(&values[first..last], out)
+            })
+        })?;
+        Ok(data)
     }
 
     fn download(&self, data: &DeviceValues, values: &mut [Scalar]) -> Result<(), GpuError> {
-        let mut out = vec![0u32; values.len() * LIMBS];
-        data.read(&mut out).queue(&self.program.queue).enq()?;
-        from_device(&out, values)
+        let q = &self.program.queue;
+        self.program.with_staging(|staging| {
+            staging.download(q, data, values.len() * LIMBS, LIMBS, &mut |start, limbs| {
+                let first = start / LIMBS;
+                from_device(limbs, &mut values[first..first + limbs.len() / LIMBS])
+            })
+        })
     }
 
     /// `x^e` for `e < 2^bits` as split tables on the device.

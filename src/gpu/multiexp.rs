@@ -323,35 +323,35 @@ impl MultiexpKernel {
             Ok(())
         };
         mark("program")?;
-        // The limbs are written straight into the staging memory, on a few threads of their own,
-        // not a rayon pool: the CPU's share of the same multiexp keeps the pools busy, and the
-        // device would wait behind it.
-        let parts = (n >> 16).clamp(1, 8);
-        let per_part = n.div_ceil(parts);
-        let bases_buf = TrackedBuffer::filled(&q, n * affine_limbs, live, |out| {
-            std::thread::scope(|scope| {
-                for (out, points) in out
-                    .chunks_mut(per_part * affine_limbs)
-                    .zip(bases.chunks(per_part))
-                {
-                    scope.spawn(move || {
-                        let mut v = Vec::with_capacity(affine_limbs);
-                        for (slot, b) in out.chunks_exact_mut(affine_limbs).zip(points) {
-                            v.clear();
-                            b.push_coords(&mut v);
-                            slot.copy_from_slice(&v);
-                        }
-                    });
+        // The limbs are written straight into pinned staging memory, on threads of its own, not
+        // a rayon pool: the CPU's share of the same multiexp keeps the pools busy, and the device
+        // would wait behind it.
+        let bases_buf = TrackedBuffer::new(&q, n * affine_limbs, None, live)?;
+        let scalars_buf = TrackedBuffer::new(&q, n * 8, None, live)?;
+        built.with_staging(|staging| {
+            staging.upload(
+                &q,
+                &bases_buf,
+                n * affine_limbs,
+                affine_limbs,
+                &|start, out| {
+                    let mut v = Vec::with_capacity(affine_limbs);
+                    let first = start / affine_limbs;
+                    for (slot, b) in out.chunks_exact_mut(affine_limbs).zip(&bases[first..]) {
+                        v.clear();
+                        b.push_coords(&mut v);
+                        slot.copy_from_slice(&v);
+                    }
+                },
+            )?;
+            staging.upload(&q, &scalars_buf, n * 8, 8, &|start, out| {
+                for (slot, s) in out.chunks_exact_mut(8).zip(&scalars[start / 8..]) {
+                    for (pair, l) in slot.chunks_exact_mut(2).zip(s.limbs()) {
+                        pair[0] = *l as u32;
+                        pair[1] = (*l >> 32) as u32;
+                    }
                 }
             })
-        })?;
-        let scalars_buf = TrackedBuffer::filled(&q, n * 8, live, |out| {
-            for (slot, s) in out.chunks_exact_mut(8).zip(scalars) {
-                for (pair, l) in slot.chunks_exact_mut(2).zip(s.limbs()) {
-                    pair[0] = *l as u32;
-                    pair[1] = (*l >> 32) as u32;
-                }
-            }
         })?;
         mark("upload")?;
 

@@ -9,6 +9,7 @@
 //! The cache directory is `PREEMPTIBLE_GROTH16_CACHE_DIR`, else `$XDG_CACHE_HOME` or
 //! `$HOME/.cache` with `preemptible-groth16/` appended, else a folder in the temp directory.
 
+use super::buffer::Staging;
 use super::device::Device;
 use super::error::GpuError;
 use std::collections::HashMap;
@@ -53,6 +54,24 @@ pub struct BuiltProgram {
     pub program: ocl::Program,
     /// Whether it came from the disk cache.
     pub from_disk_cache: bool,
+    /// Pinned host memory for transfers in this context, made at the first transfer and kept
+    /// (64 MiB) while the program is cached.
+    staging: Mutex<Option<Staging>>,
+}
+
+impl BuiltProgram {
+    /// Runs `f` with this context's staging memory, one caller at a time.
+    pub(crate) fn with_staging<R>(
+        &self,
+        f: impl FnOnce(&mut Staging) -> Result<R, GpuError>,
+    ) -> Result<R, GpuError> {
+        let mut guard = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+        let staging = match guard.take() {
+            Some(staging) => staging,
+            None => Staging::new(&self.queue)?,
+        };
+        f(guard.insert(staging))
+    }
 }
 
 type MemoryCache = Mutex<HashMap<String, Arc<BuiltProgram>>>;
@@ -163,6 +182,7 @@ fn build_uncached(
                     queue,
                     program,
                     from_disk_cache: true,
+                    staging: Mutex::new(None),
                 });
             }
             Err(e) => log::warn!(
@@ -211,6 +231,7 @@ fn build_uncached(
         queue,
         program,
         from_disk_cache: false,
+        staging: Mutex::new(None),
     })
 }
 
