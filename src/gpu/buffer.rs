@@ -117,6 +117,8 @@ impl Staging {
 
     /// Writes `len` values into `device`, each slot's worth made by `fill(start, out)`, which
     /// fills `out` with values `start..start + out.len()` (whole `unit`s), on a few threads.
+    /// Asks `interrupt` before each slot: a large transfer is several slots, and a prover asked
+    /// to give the device up should not finish it first.
     pub(crate) fn upload(
         &mut self,
         queue: &ocl::Queue,
@@ -124,8 +126,9 @@ impl Staging {
         len: usize,
         unit: usize,
         fill: &(dyn Fn(usize, &mut [u32]) + Sync),
+        interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
-        let result = self.upload_pieces(queue, device, len, unit, fill);
+        let result = self.upload_pieces(queue, device, len, unit, fill, interrupt);
         if result.is_err() {
             // Transfers still on the bus read the slots: let them end before anyone else does.
             let _ = queue.finish();
@@ -141,12 +144,16 @@ impl Staging {
         len: usize,
         unit: usize,
         fill: &(dyn Fn(usize, &mut [u32]) + Sync),
+        interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
         let piece = self.piece(unit)?;
         let mut pending: [Option<ocl::Event>; 2] = [None, None];
         for (i, start) in (0..len).step_by(piece).enumerate() {
             let end = (start + piece).min(len);
             let half = i % 2;
+            if interrupt() {
+                return Err(GpuError::Interrupted);
+            }
             if let Some(done) = pending[half].take() {
                 done.wait_for()?;
             }
@@ -174,7 +181,7 @@ impl Staging {
     }
 
     /// Reads `len` values of `device`, handing each slot's worth to `take(start, values)`
-    /// while the next one is on the bus.
+    /// while the next one is on the bus; asks `interrupt` before each slot.
     pub(crate) fn download(
         &mut self,
         queue: &ocl::Queue,
@@ -182,8 +189,9 @@ impl Staging {
         len: usize,
         unit: usize,
         take: &mut dyn FnMut(usize, &[u32]) -> Result<(), GpuError>,
+        interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
-        let result = self.download_pieces(queue, device, len, unit, take);
+        let result = self.download_pieces(queue, device, len, unit, take, interrupt);
         if result.is_err() {
             let _ = queue.finish();
         }
@@ -198,6 +206,7 @@ impl Staging {
         len: usize,
         unit: usize,
         take: &mut dyn FnMut(usize, &[u32]) -> Result<(), GpuError>,
+        interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
         let piece = self.piece(unit)?;
         let stride = self.slot;
@@ -226,6 +235,9 @@ impl Staging {
             None => None,
         };
         for (i, &start) in starts.iter().enumerate() {
+            if interrupt() {
+                return Err(GpuError::Interrupted);
+            }
             let done = next.take();
             if i + 1 < starts.len() {
                 next = Some(enqueue(&mut self.map, i + 1)?);
@@ -298,12 +310,19 @@ mod tests {
         let len = 8 * 1000 + 8 * 3;
         let device = TrackedBuffer::new(&q, len, None, &live).unwrap();
         staging
-            .upload(&q, &device, len, 8, &|start, out| {
-                assert_eq!(start % 8, 0);
-                for (i, v) in out.iter_mut().enumerate() {
-                    *v = (start + i) as u32 ^ 0x5a5a;
-                }
-            })
+            .upload(
+                &q,
+                &device,
+                len,
+                8,
+                &|start, out| {
+                    assert_eq!(start % 8, 0);
+                    for (i, v) in out.iter_mut().enumerate() {
+                        *v = (start + i) as u32 ^ 0x5a5a;
+                    }
+                },
+                &|| false,
+            )
             .unwrap();
         let mut direct = vec![0u32; len];
         device.read(&mut direct).queue(&q).enq().unwrap();
@@ -315,15 +334,40 @@ mod tests {
         let mut back = vec![0u32; len];
         let mut calls = 0;
         staging
-            .download(&q, &device, len, 8, &mut |start, values| {
-                calls += 1;
-                back[start..start + values.len()].copy_from_slice(values);
-                Ok(())
-            })
+            .download(
+                &q,
+                &device,
+                len,
+                8,
+                &mut |start, values| {
+                    calls += 1;
+                    back[start..start + values.len()].copy_from_slice(values);
+                    Ok(())
+                },
+                &|| false,
+            )
             .unwrap();
         assert_eq!(back, direct);
         assert_eq!(calls, len.div_ceil(40));
-        assert!(staging.upload(&q, &device, len, 41, &|_, _| {}).is_err());
+        assert!(staging
+            .upload(&q, &device, len, 41, &|_, _| {}, &|| false)
+            .is_err());
+        // Asked to stop, a transfer stops within one slot and says so.
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let stop_at_third = || asked.fetch_add(1, Ordering::Relaxed) >= 2;
+        let filled = std::sync::atomic::AtomicUsize::new(0);
+        let result = staging.upload(
+            &q,
+            &device,
+            len,
+            8,
+            &|_, out| {
+                filled.fetch_add(out.len(), Ordering::Relaxed);
+            },
+            &stop_at_third,
+        );
+        assert!(matches!(result, Err(GpuError::Interrupted)));
+        assert_eq!(filled.load(Ordering::Relaxed), 80);
     }
 
     /// Slots big enough to be filled by several threads (8192 units of 8 make two parts).
@@ -335,11 +379,18 @@ mod tests {
         let len = 8 * 30_000;
         let device = TrackedBuffer::new(&q, len, None, &live).unwrap();
         staging
-            .upload(&q, &device, len, 8, &|start, out| {
-                for (i, v) in out.iter_mut().enumerate() {
-                    *v = (start + i) as u32 * 3;
-                }
-            })
+            .upload(
+                &q,
+                &device,
+                len,
+                8,
+                &|start, out| {
+                    for (i, v) in out.iter_mut().enumerate() {
+                        *v = (start + i) as u32 * 3;
+                    }
+                },
+                &|| false,
+            )
             .unwrap();
         let mut direct = vec![0u32; len];
         device.read(&mut direct).queue(&q).enq().unwrap();

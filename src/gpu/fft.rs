@@ -199,9 +199,9 @@ impl FftKernel {
             return Ok(());
         }
         let log_n = log_size(values.len())?;
-        let data = self.upload(values, values.len())?;
+        let data = self.upload(values, values.len(), &|| false)?;
         self.apply(&data, log_n, omega, plan)?;
-        self.download(&data, values)
+        self.download(&data, values, &|| false)
     }
 
     /// `plan` around the transform for `omega`, on values already on the device.
@@ -268,7 +268,7 @@ impl FftKernel {
         let mut device = Vec::with_capacity(3);
         for values in [a, b, c] {
             check()?;
-            let data = self.upload(values, n)?;
+            let data = self.upload(values, n, interrupt)?;
             // Interpolate, then shift to the coset: the next transform evaluates there.
             let to_coset = Plan {
                 before: None,
@@ -280,7 +280,7 @@ impl FftKernel {
             self.transform(&data, log_n, omega)?;
             device.push(data);
         }
-        let z = self.upload(&[z_inv], 1)?;
+        let z = self.upload(&[z_inv], 1, interrupt)?;
         check()?;
         let kernel = self
             .kernel("Fr_mul_sub_scale", n, None)?
@@ -301,7 +301,7 @@ impl FftKernel {
         };
         self.apply(&h, log_n, omega_inv, from_coset)?;
         let mut out = vec![Scalar::ZERO; n];
-        self.download(&h, &mut out)?;
+        self.download(&h, &mut out, interrupt)?;
         out.truncate(n - 1);
         Ok(out)
     }
@@ -313,7 +313,7 @@ impl FftKernel {
         let n = 1usize << log_n;
         let (omega, _, _) = domain_constants(log_n)?;
         let values: Vec<Scalar> = (0..n as u64).map(Scalar::from).collect();
-        let data = self.upload(&values, n)?;
+        let data = self.upload(&values, n, &|| false)?;
         drop(values);
         let mut best = f64::MAX;
         for _ in 0..reps.max(1) {
@@ -327,27 +327,51 @@ impl FftKernel {
     }
 
     /// `values` in Montgomery form on the device, zero-padded to `len` values.
-    fn upload(&self, values: &[Scalar], len: usize) -> Result<DeviceValues<'_>, GpuError> {
+    fn upload(
+        &self,
+        values: &[Scalar],
+        len: usize,
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<DeviceValues<'_>, GpuError> {
         let len = len.max(values.len()) * LIMBS;
         let q = &self.program.queue;
         let data = TrackedBuffer::new(q, len, None, &self.live)?;
         self.program.with_staging(|staging| {
-            staging.upload(q, &data, len, LIMBS, &|start, out| {
-                let first = (start / LIMBS).min(values.len());
-                let last = (first + out.len() / LIMBS).min(values.len());
-                to_device(&values[first..last], out)
-            })
+            staging.upload(
+                q,
+                &data,
+                len,
+                LIMBS,
+                &|start, out| {
+                    let first = (start / LIMBS).min(values.len());
+                    let last = (first + out.len() / LIMBS).min(values.len());
+                    to_device(&values[first..last], out)
+                },
+                interrupt,
+            )
         })?;
         Ok(data)
     }
 
-    fn download(&self, data: &DeviceValues, values: &mut [Scalar]) -> Result<(), GpuError> {
+    fn download(
+        &self,
+        data: &DeviceValues,
+        values: &mut [Scalar],
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<(), GpuError> {
         let q = &self.program.queue;
         self.program.with_staging(|staging| {
-            staging.download(q, data, values.len() * LIMBS, LIMBS, &mut |start, limbs| {
-                let first = start / LIMBS;
-                from_device(limbs, &mut values[first..first + limbs.len() / LIMBS])
-            })
+            staging.download(
+                q,
+                data,
+                values.len() * LIMBS,
+                LIMBS,
+                &mut |start, limbs| {
+                    let first = start / LIMBS;
+                    from_device(limbs, &mut values[first..first + limbs.len() / LIMBS])
+                },
+                interrupt,
+            )
         })
     }
 
@@ -366,8 +390,8 @@ impl FftKernel {
         let lo = powers(x, 1 << lo_bits);
         let hi = powers(x.pow_vartime([1u64 << lo_bits]), 1 << (bits - lo_bits));
         Ok(PowerTable {
-            lo: self.upload(&lo, lo.len())?,
-            hi: self.upload(&hi, hi.len())?,
+            lo: self.upload(&lo, lo.len(), &|| false)?,
+            hi: self.upload(&hi, hi.len(), &|| false)?,
             lo_bits,
         })
     }
@@ -405,7 +429,7 @@ impl FftKernel {
     }
 
     fn scale(&self, data: &DeviceValues, n: usize, c: Scalar) -> Result<(), GpuError> {
-        let constant = self.upload(&[c], 1)?;
+        let constant = self.upload(&[c], 1, &|| false)?;
         let kernel = self
             .kernel("Fr_scale", n, None)?
             .arg(&**data)

@@ -343,15 +343,23 @@ impl MultiexpKernel {
                         slot.copy_from_slice(&v);
                     }
                 },
+                interrupt,
             )?;
-            staging.upload(&q, &scalars_buf, n * 8, 8, &|start, out| {
-                for (slot, s) in out.chunks_exact_mut(8).zip(&scalars[start / 8..]) {
-                    for (pair, l) in slot.chunks_exact_mut(2).zip(s.limbs()) {
-                        pair[0] = *l as u32;
-                        pair[1] = (*l >> 32) as u32;
+            staging.upload(
+                &q,
+                &scalars_buf,
+                n * 8,
+                8,
+                &|start, out| {
+                    for (slot, s) in out.chunks_exact_mut(8).zip(&scalars[start / 8..]) {
+                        for (pair, l) in slot.chunks_exact_mut(2).zip(s.limbs()) {
+                            pair[0] = *l as u32;
+                            pair[1] = (*l >> 32) as u32;
+                        }
                     }
-                }
-            })
+                },
+                interrupt,
+            )
         })?;
         mark("upload")?;
 

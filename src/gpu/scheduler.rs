@@ -114,6 +114,10 @@ struct Shared {
     batch: HashMap<(String, &'static str), usize>,
     /// The most chunks per call after a device ran out of memory, per device and group.
     batch_cap: HashMap<(String, &'static str), usize>,
+    /// Terms per second of each device's last run, per group (transfers included).
+    gpu_rate: HashMap<(String, &'static str), f64>,
+    /// Terms per second of the CPU's last chunk, per group.
+    cpu_rate: HashMap<&'static str, f64>,
 }
 
 /// One proof's use of the GPUs. A watcher thread probes the devices held between pieces of
@@ -468,15 +472,13 @@ impl ClaimInner {
             loop {
                 workers.extend(this.try_take().into_iter().map(spawn));
                 let running = workers.iter().filter(|w| !w.is_finished()).count();
+                let rates = this.rates(G::NAME);
                 let next = {
                     let mut q = lock(&queue);
                     if q.is_empty() {
                         break;
                     }
-                    // The CPU, slower than a device, takes a chunk only when the devices have
-                    // more than two each left; otherwise it would hold up the end. When the
-                    // devices are gone (preempted, failed) it takes everything.
-                    if running == 0 || q.len() > CPU_SHARE_GUARD * running {
+                    if cpu_takes(&q, running, rates) {
                         q.pop_back()
                     } else {
                         None
@@ -484,9 +486,16 @@ impl ClaimInner {
                 };
                 match next {
                     Some(range) => {
+                        let started = Instant::now();
+                        let terms = range.len();
                         let part = cpu_part(bases, scalars, range);
                         *lock(&sum) += part;
-                        this.shared().stats.cpu_chunks += 1;
+                        let mut s = this.shared();
+                        s.stats.cpu_chunks += 1;
+                        let seconds = started.elapsed().as_secs_f64();
+                        if seconds > 0.0 {
+                            s.cpu_rate.insert(G::NAME, terms as f64 / seconds);
+                        }
                     }
                     None => std::thread::sleep(CPU_IDLE_STEP),
                 }
@@ -509,6 +518,19 @@ impl ClaimInner {
             self.shared().stats.cpu_chunks += 1;
         }
         sum.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The measured speeds for `group`, in terms per second: the fastest device's and the CPU's
+    /// (`None` until each has run once in this claim).
+    fn rates(&self, group: &'static str) -> (Option<f64>, Option<f64>) {
+        let s = self.shared();
+        let device = s
+            .gpu_rate
+            .iter()
+            .filter(|((_, g), _)| *g == group)
+            .map(|(_, rate)| *rate)
+            .reduce(f64::max);
+        (device, s.cpu_rate.get(group).copied())
     }
 
     /// Takes chunks from the front until the queue is empty (keeps the device) or a higher
@@ -572,6 +594,10 @@ impl ClaimInner {
                         started.elapsed()
                     );
                     let mut s = self.shared();
+                    let seconds = started.elapsed().as_secs_f64();
+                    if seconds > 0.0 {
+                        s.gpu_rate.insert(key.clone(), range.len() as f64 / seconds);
+                    }
                     let cap = s.batch_cap.get(&key).copied();
                     batch = next_batch(batch, run.len(), started.elapsed(), cap);
                     s.batch.insert(key.clone(), batch);
@@ -702,6 +728,30 @@ fn next_batch(batch: usize, ran: usize, elapsed: Duration, cap: Option<usize>) -
     next.min(cap.unwrap_or(usize::MAX)).max(1)
 }
 
+/// Whether the CPU takes the chunk at the back of `q` while `running` device workers take from
+/// the front. With no worker, always. With both speeds measured (`rates`: device, CPU), only when
+/// the devices would still be busy with the rest of the queue when the CPU is done with that
+/// chunk: a GPU many times faster than the CPU otherwise waits at the end for the CPU's chunk,
+/// and the proof is slower for the help. Before that, while more than [`CPU_SHARE_GUARD`] chunks
+/// per worker are queued, which lets the CPU measure itself.
+fn cpu_takes(
+    q: &VecDeque<Range<usize>>,
+    running: usize,
+    (device, cpu): (Option<f64>, Option<f64>),
+) -> bool {
+    if running == 0 {
+        return true;
+    }
+    match (q.back(), device, cpu) {
+        (Some(back), Some(device), Some(cpu)) if device > 0.0 && cpu > 0.0 => {
+            let rest = q.iter().map(|r| r.len()).sum::<usize>() - back.len();
+            let devices_busy = rest as f64 / (device * running as f64);
+            back.len() as f64 / cpu < devices_busy
+        }
+        _ => q.len() > CPU_SHARE_GUARD * running,
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -717,8 +767,24 @@ fn cpu_part<G: GpuCurve>(bases: &[G], scalars: &[ScalarRepr], range: Range<usize
 
 #[cfg(test)]
 mod tests {
-    use super::next_batch;
+    use super::{cpu_takes, next_batch};
+    use std::collections::VecDeque;
+    use std::ops::Range;
     use std::time::Duration;
+
+    #[test]
+    fn the_cpu_takes_a_chunk_only_when_it_ends_before_the_devices() {
+        let q: VecDeque<Range<usize>> = (0..10).map(|i| i * 100..(i + 1) * 100).collect();
+        // No device worker: the CPU takes everything.
+        assert!(cpu_takes(&q, 0, (Some(1e9), Some(1.0))));
+        // Unmeasured: more than two chunks per worker.
+        assert!(cpu_takes(&q, 4, (None, None)));
+        assert!(!cpu_takes(&q, 5, (None, Some(1e3))));
+        // One device at 1000 terms/s has 0.9 s of work besides the last chunk.
+        assert!(cpu_takes(&q, 1, (Some(1000.0), Some(200.0)))); // CPU: 0.5 s
+        assert!(!cpu_takes(&q, 1, (Some(1000.0), Some(100.0)))); // CPU: 1 s
+        assert!(!cpu_takes(&q, 2, (Some(1000.0), Some(200.0)))); // devices: 0.45 s
+    }
 
     #[test]
     fn runs_fit_the_target_time_and_respect_the_memory_cap() {
