@@ -51,6 +51,9 @@ impl Drop for TrackedBuffer<'_> {
     }
 }
 
+/// What a download hands each slot's values to: `take(start, values)`.
+pub(crate) type Take<'a> = dyn FnMut(usize, &[u32]) -> Result<(), GpuError> + 'a;
+
 /// `u32` values per staging slot (32 MiB); a stager has two.
 const SLOT: usize = 1 << 23;
 
@@ -188,7 +191,7 @@ impl Staging {
         device: &ocl::Buffer<u32>,
         len: usize,
         unit: usize,
-        take: &mut dyn FnMut(usize, &[u32]) -> Result<(), GpuError>,
+        take: &mut Take<'_>,
         interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
         let result = self.download_pieces(queue, device, len, unit, take, interrupt);
@@ -205,7 +208,7 @@ impl Staging {
         device: &ocl::Buffer<u32>,
         len: usize,
         unit: usize,
-        take: &mut dyn FnMut(usize, &[u32]) -> Result<(), GpuError>,
+        take: &mut Take<'_>,
         interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
         let piece = self.piece(unit)?;
