@@ -242,6 +242,22 @@ fn an_unusable_lock_directory_means_a_cpu_run() {
 /// everything. The report counts each out-of-memory; both proofs verify and every chunk is
 /// computed exactly once (`prove`). (Cutting a run of several chunks after running out of memory
 /// is `scheduler::next_batch`'s unit test: the fake devices' speed here keeps runs at one chunk.)
+/// A device that fails after some of a proof's work (its fourth call): what it finished counts,
+/// the failed run and the rest go to the CPU, and the report says so.
+#[test]
+fn a_device_failing_in_the_middle_of_a_proof_loses_no_work() {
+    let _g = setup("midfail");
+    let (long, _) = long_and_short();
+    let device = device_ids()[0].clone();
+    preemptible_groth16::gpu::backend::inject_failures_after(Some(3));
+    let report = prove(long, &options(Priority::Normal, Some(&device)));
+    preemptible_groth16::gpu::backend::inject_failures_after(None);
+    assert_eq!(report.gpu_failures, 1, "{report:?}");
+    assert!(report.gpu_chunks_total() >= 3, "{report:?}");
+    assert!(report.cpu_chunks > 0, "{report:?}");
+    assert_eq!(report.live_device_bytes_at_release, 0, "{report:?}");
+}
+
 #[test]
 fn a_device_out_of_memory_leaves_what_does_not_fit_to_the_cpu() {
     use preemptible_groth16::gpu::backend::limit_device_memory;

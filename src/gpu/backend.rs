@@ -20,6 +20,8 @@ pub const MIN_GPU_FFT: usize = 1 << 12;
 
 static DEVICES: OnceLock<Vec<GpuDevice>> = OnceLock::new();
 static INJECT_FAILURES: AtomicBool = AtomicBool::new(false);
+/// Test hook: device multiexps that still succeed before every later one fails (`u64::MAX`: off).
+static FAIL_AFTER: AtomicU64 = AtomicU64::new(u64::MAX);
 /// Test hook: device memory in bytes that one multiexp or quotient may use (`u64::MAX`: no limit).
 static MEMORY_LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
 
@@ -64,6 +66,19 @@ impl GpuDevice {
         }
     }
 
+    /// The injected failure after a number of successful multiexps.
+    fn failing_after() -> Result<(), GpuError> {
+        let countdown = FAIL_AFTER.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+            (n != u64::MAX && n > 0).then(|| n - 1)
+        });
+        match countdown {
+            Err(0) => Err(GpuError::Ocl(
+                "injected failure in the middle of the work".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// A multiexp on this device; `interrupt` is asked between kernel launches.
     pub(crate) fn multiexp<G: GpuCurve>(
         &self,
@@ -72,6 +87,7 @@ impl GpuDevice {
         interrupt: &dyn Fn() -> bool,
     ) -> Result<G::Curve, GpuError> {
         Self::injected()?;
+        Self::failing_after()?;
         Self::fits(match &self.engine {
             Engine::OpenCl { .. } => MultiexpKernel::device_bytes::<G>(bases.len()),
             Engine::Fake(_) => FakeDevice::multiexp_bytes(bases.len()),
@@ -125,6 +141,14 @@ impl GpuDevice {
 #[doc(hidden)]
 pub fn inject_failures(on: bool) {
     INJECT_FAILURES.store(on, Ordering::Relaxed);
+}
+
+/// Lets the next `calls` GPU multiexps (device calls, of any device) succeed and makes every later
+/// one fail as a lost device would (`None` turns this off), to test a failure in the middle of a
+/// proof's work.
+#[doc(hidden)]
+pub fn inject_failures_after(calls: Option<u64>) {
+    FAIL_AFTER.store(calls.unwrap_or(u64::MAX), Ordering::Relaxed);
 }
 
 /// Makes every GPU multiexp or quotient that would use more than `bytes` of device memory fail
