@@ -16,5 +16,9 @@ target=$(rustc -vV | sed -n 's/^host: //p')
 export RUSTFLAGS="-Zsanitizer=thread"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 export PG16_STRESS_THREADS=${THREADS:-6} PG16_STRESS_PROOFS=${PROOFS:-2}
+# The hand-over test asserts a time bound (500 ms) that TSan's slowdown of the fake device's CPU
+# work breaks (about 1.1 s measured under TSan); it is a timing check, not a race check, so it is
+# skipped here. TSan's own verdict is a "WARNING: ThreadSanitizer" report, which fails the run.
 cargo +nightly test -Zbuild-std --target "$target" --release --features gpu \
-    --target-dir target/tsan --test stress --test preemption -- --test-threads=1
+    --target-dir target/tsan --no-fail-fast --test stress --test preemption -- --test-threads=1 \
+    --skip a_high_prover_takes_the_device_within_a_chunk_and_the_low_one_returns
