@@ -242,6 +242,34 @@ fn an_unusable_lock_directory_means_a_cpu_run() {
 /// everything. The report counts each out-of-memory; both proofs verify and every chunk is
 /// computed exactly once (`prove`). (Cutting a run of several chunks after running out of memory
 /// is `scheduler::next_batch`'s unit test: the fake devices' speed here keeps runs at one chunk.)
+/// The lock directory deleted under a running low prover: the holder notices at its next probe
+/// (its lock file is no longer the one at the path) and gives the device up; a high prover
+/// started after that makes the directory again and takes the device; both proofs verify and
+/// nothing stays locked.
+#[test]
+fn a_deleted_lock_directory_loses_no_proof() {
+    let _g = setup("deleted");
+    let (long, short) = long_and_short();
+    let dir = locks::lock_dir();
+    std::thread::scope(|s| {
+        let low = s.spawn(|| prove(long, &options(Priority::Low, Some("fake-0"))));
+        wait_for_holder("fake-0", Priority::Low);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let high = prove(short, &options(Priority::High, Some("fake-0")));
+        let low = low.join().unwrap();
+        assert!(high.gpu_chunks_total() > 0, "{high:?}");
+        assert!(
+            low.preemptions >= 1,
+            "the low prover gave the device up: {low:?}"
+        );
+    });
+    let status = locks::status(&dir, &["fake-0".to_string()]).unwrap();
+    assert!(
+        status[0].holder.is_none() && status[0].wanted_at.is_empty(),
+        "{status:?}"
+    );
+}
+
 /// A device that fails after some of a proof's work (its fourth call): what it finished counts,
 /// the failed run and the rest go to the CPU, and the report says so.
 #[test]
