@@ -131,12 +131,10 @@ impl Staging {
         fill: &(dyn Fn(usize, &mut [u32]) + Sync),
         interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
-        let result = self.upload_pieces(queue, device, len, unit, fill, interrupt);
-        if result.is_err() {
-            // Transfers still on the bus read the slots: let them end before anyone else does.
-            let _ = queue.finish();
-        }
-        result
+        settled(
+            queue,
+            self.upload_pieces(queue, device, len, unit, fill, interrupt),
+        )
     }
 
     #[allow(unsafe_code)]
@@ -160,10 +158,10 @@ impl Staging {
             if let Some(done) = pending[half].take() {
                 done.wait_for()?;
             }
-            let out = &mut self.map[half * self.slot..half * self.slot + (end - start)];
-            fill_in_parts(start, out, unit, fill);
+            let range = slot_range(self.slot, half, end - start);
+            fill_in_parts(start, &mut self.map[range.clone()], unit, fill);
             let mut event = ocl::Event::empty();
-            let source = &self.map[half * self.slot..half * self.slot + (end - start)];
+            let source = &self.map[range];
             // SAFETY: the write reads `source`, pinned memory that stays mapped and is not
             // written again until `event` (waited for above, or below) says the write is done.
             unsafe {
@@ -194,11 +192,10 @@ impl Staging {
         take: &mut Take<'_>,
         interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
-        let result = self.download_pieces(queue, device, len, unit, take, interrupt);
-        if result.is_err() {
-            let _ = queue.finish();
-        }
-        result
+        settled(
+            queue,
+            self.download_pieces(queue, device, len, unit, take, interrupt),
+        )
     }
 
     #[allow(unsafe_code)]
@@ -219,7 +216,7 @@ impl Staging {
             let end = (start + piece).min(len);
             let half = i % 2;
             let mut event = ocl::Event::empty();
-            let target = &mut map[half * stride..half * stride + (end - start)];
+            let target = &mut map[slot_range(stride, half, end - start)];
             // SAFETY: the read writes `target`, pinned memory that stays mapped and that nobody
             // reads or writes until `event` says the read is done (waited for below).
             unsafe {
@@ -250,12 +247,31 @@ impl Staging {
             }
             let end = (start + piece).min(len);
             let half = i % 2;
-            take(
-                start,
-                &self.map[half * self.slot..half * self.slot + (end - start)],
-            )?;
+            take(start, &self.map[slot_range(self.slot, half, end - start)])?;
         }
         Ok(())
+    }
+}
+
+/// The first `len` values of slot `half` (0 or 1) of a staging buffer with slots of `slot`.
+fn slot_range(slot: usize, half: usize, len: usize) -> std::ops::Range<usize> {
+    half * slot..half * slot + len
+}
+
+/// Ends a transfer: after an error, transfers still on the bus use the slots, so they are let
+/// finish before anyone else uses them.
+fn settled(queue: &ocl::Queue, result: Result<(), GpuError>) -> Result<(), GpuError> {
+    if result.is_err() {
+        let _ = queue.finish();
+    }
+    result
+}
+
+/// 64-bit limbs as the device reads them: pairs of 32-bit limbs, low half first, into `out`.
+pub(crate) fn write_limbs(limbs: &[u64], out: &mut [u32]) {
+    for (pair, l) in out.chunks_exact_mut(2).zip(limbs) {
+        pair[0] = *l as u32;
+        pair[1] = (*l >> 32) as u32;
     }
 }
 

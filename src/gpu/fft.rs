@@ -8,7 +8,7 @@
 //! one multiplication each (blstrs keeps its limbs private, and this layer does without
 //! reinterpreting them).
 
-use super::buffer::TrackedBuffer;
+use super::buffer::{write_limbs, TrackedBuffer};
 use super::device::Device;
 use super::error::GpuError;
 use super::program::{build, BuiltProgram};
@@ -33,11 +33,7 @@ fn to_device(values: &[Scalar], out: &mut [u32]) {
         out.par_chunks_mut(LIMBS)
             .zip(values.par_iter())
             .for_each(|(limbs, v)| {
-                let raw = blst::blst_fr::from(*v);
-                for (pair, l) in limbs.chunks_exact_mut(2).zip(raw.l) {
-                    pair[0] = l as u32;
-                    pair[1] = (l >> 32) as u32;
-                }
+                write_limbs(&blst::blst_fr::from(*v).l, limbs);
             })
     });
 }

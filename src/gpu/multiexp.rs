@@ -8,7 +8,7 @@
 //! which are the device's own form; the few result points come back as canonical affine
 //! coordinates and the host weighs and adds them.
 
-use super::buffer::TrackedBuffer;
+use super::buffer::{write_limbs, TrackedBuffer};
 use super::device::Device;
 use super::error::GpuError;
 use super::program::{build, BuiltProgram};
@@ -174,10 +174,9 @@ pub struct MultiexpKernel {
 
 /// Appends 64-bit limbs as pairs of 32-bit ones, low half first.
 fn push_limbs(limbs: &[u64], out: &mut Vec<u32>) {
-    for l in limbs {
-        out.push(*l as u32);
-        out.push((*l >> 32) as u32);
-    }
+    let at = out.len();
+    out.resize(at + 2 * limbs.len(), 0);
+    write_limbs(limbs, &mut out[at..]);
 }
 
 impl MultiexpKernel {
@@ -352,10 +351,7 @@ impl MultiexpKernel {
                 8,
                 &|start, out| {
                     for (slot, s) in out.chunks_exact_mut(8).zip(&scalars[start / 8..]) {
-                        for (pair, l) in slot.chunks_exact_mut(2).zip(s.limbs()) {
-                            pair[0] = *l as u32;
-                            pair[1] = (*l >> 32) as u32;
-                        }
+                        write_limbs(s.limbs(), slot);
                     }
                 },
                 interrupt,

@@ -593,13 +593,14 @@ impl ClaimInner {
                         range.len(),
                         started.elapsed()
                     );
+                    let elapsed = started.elapsed();
                     let mut s = self.shared();
-                    let seconds = started.elapsed().as_secs_f64();
-                    if seconds > 0.0 {
-                        s.gpu_rate.insert(key.clone(), range.len() as f64 / seconds);
+                    if !elapsed.is_zero() {
+                        s.gpu_rate
+                            .insert(key.clone(), range.len() as f64 / elapsed.as_secs_f64());
                     }
                     let cap = s.batch_cap.get(&key).copied();
-                    batch = next_batch(batch, run.len(), started.elapsed(), cap);
+                    batch = next_batch(batch, run.len(), elapsed, cap);
                     s.batch.insert(key.clone(), batch);
                 }
                 Err(e) => {
