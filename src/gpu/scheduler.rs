@@ -109,9 +109,6 @@ struct Shared {
     asking: HashMap<String, (PriorityFlag, Instant)>,
     /// Whether this prover lost a device (a later take is a return).
     lost: bool,
-    /// Chunks per call last fitted to [`TARGET_BATCH`], per device and group: a claim's next
-    /// multiexp starts there instead of at one chunk.
-    batch: HashMap<(String, &'static str), usize>,
     /// The most chunks per call after a device ran out of memory, per device and group.
     batch_cap: HashMap<(String, &'static str), usize>,
     /// Terms per second of each device's last run, per group (transfers included).
@@ -143,8 +140,19 @@ struct ClaimInner {
 }
 
 /// Device time one multiexp call of a GPU worker aims at: the chunks it takes at once. A higher
-/// priority waits at most for the kernel launch running when it asks, a part of this.
-const TARGET_BATCH: Duration = Duration::from_millis(20);
+/// priority waits at most for the kernel launch running when it asks, a part of this (the bucket
+/// sums, the longest launch, are about half a call).
+const TARGET_BATCH: Duration = Duration::from_millis(40);
+
+/// Chunks per call last fitted to [`TARGET_BATCH`], per device and group, for the whole process:
+/// a device's speed is not a property of one proof, and a claim that started again from one
+/// chunk paid a call's fixed costs (about 15 ms on the H200, most of a 2^15-term call) per chunk
+/// for its whole first multiexp.
+fn learned_batches() -> MutexGuard<'static, HashMap<(String, &'static str), usize>> {
+    static BATCHES: std::sync::OnceLock<Mutex<HashMap<(String, &'static str), usize>>> =
+        std::sync::OnceLock::new();
+    lock(BATCHES.get_or_init(Default::default))
+}
 
 /// The CPU takes a chunk only while more than this many per running device worker are queued.
 const CPU_SHARE_GUARD: usize = 2;
@@ -548,7 +556,12 @@ impl ClaimInner {
         scalars: &[ScalarRepr],
     ) -> Option<LockedKernel> {
         let key = (k.device.id.clone(), G::NAME);
-        let mut batch = self.shared().batch.get(&key).copied().unwrap_or(1);
+        let cap = self.shared().batch_cap.get(&key).copied();
+        let mut batch = learned_batches()
+            .get(&key)
+            .copied()
+            .unwrap_or(1)
+            .min(cap.unwrap_or(usize::MAX));
         loop {
             if k.should_yield() {
                 self.release(k, true);
@@ -600,8 +613,9 @@ impl ClaimInner {
                             .insert(key.clone(), range.len() as f64 / elapsed.as_secs_f64());
                     }
                     let cap = s.batch_cap.get(&key).copied();
+                    drop(s);
                     batch = next_batch(batch, run.len(), elapsed, cap);
-                    s.batch.insert(key.clone(), batch);
+                    learned_batches().insert(key.clone(), batch);
                 }
                 Err(e) => {
                     let chunks = run.len();
@@ -616,8 +630,8 @@ impl ClaimInner {
                         if chunks > 1 {
                             // Fewer chunks at once, for the rest of this claim.
                             batch = chunks / 2;
-                            s.batch.insert(key.clone(), batch);
                             s.batch_cap.insert(key.clone(), batch);
+                            learned_batches().insert(key.clone(), batch);
                             drop(s);
                             log::info!(
                                 "gpu: {} ran out of memory on {chunks} chunks ({e}); taking {batch}",
@@ -715,16 +729,26 @@ impl Drop for GpuClaim {
 }
 
 /// Chunks a device takes in its next call, after `ran` chunks took `elapsed` with `batch` asked
-/// for: as many as fit in [`TARGET_BATCH`] at that speed, growing at most 8x per call, never above
-/// `cap` (set when the device ran out of memory). A short run (a multiexp's last chunks) says
-/// little about the speed: after one the batch may only grow.
+/// for, aiming at [`TARGET_BATCH`]; growing at most 8x per call, never above `cap` (set when the
+/// device ran out of memory). A call costs a fixed part (transfers set up, a count read back,
+/// seven launches; on the H200 most of a 2^15-term call) plus a part per term, so the chunks that
+/// fit at the last call's time per chunk are too few: a call that took under half the target
+/// doubles (its time at least stays under the target), and one above the target shrinks in
+/// proportion (which undershoots). A short run (a multiexp's last chunks) says little about the
+/// speed: after one the batch may only grow.
 fn next_batch(batch: usize, ran: usize, elapsed: Duration, cap: Option<usize>) -> usize {
-    let per_chunk = elapsed.as_secs_f64() / ran.max(1) as f64;
+    let ran = ran.max(1);
+    let per_chunk = elapsed.as_secs_f64() / ran as f64;
     let fit = (TARGET_BATCH.as_secs_f64() / per_chunk.max(1e-6)) as usize;
-    let next = if ran < batch {
-        fit.clamp(batch, 8 * batch)
+    let doubled = if elapsed < TARGET_BATCH / 2 {
+        2 * ran
     } else {
-        fit.clamp(1, 8 * batch)
+        0
+    };
+    let next = if ran < batch {
+        fit.max(doubled).clamp(batch, 8 * batch)
+    } else {
+        fit.max(doubled).clamp(1, 8 * batch)
     };
     next.min(cap.unwrap_or(usize::MAX)).max(1)
 }
@@ -790,9 +814,14 @@ mod tests {
     #[test]
     fn runs_fit_the_target_time_and_respect_the_memory_cap() {
         let ms = Duration::from_millis;
-        // 2 ms per chunk: ten fit in 20 ms, but growth is at most 8x per call.
-        assert_eq!(next_batch(1, 1, ms(2), None), 8);
-        assert_eq!(next_batch(8, 8, ms(16), None), 10);
+        // 4 ms per chunk: ten fit in 40 ms, but growth is at most 8x per call.
+        assert_eq!(next_batch(1, 1, ms(4), None), 8);
+        assert_eq!(next_batch(8, 8, ms(32), None), 10);
+        // A call of mostly fixed cost (15 ms for one chunk, where proportion says two fit):
+        // under half the target, so it doubles, and doubles again while the calls stay short.
+        assert_eq!(next_batch(1, 1, ms(15), None), 2);
+        assert_eq!(next_batch(2, 2, ms(19), None), 4);
+        assert_eq!(next_batch(4, 4, ms(25), None), 6);
         // Slow chunks: one at a time.
         assert_eq!(next_batch(4, 4, ms(400), None), 1);
         // A short last run does not shrink the batch.

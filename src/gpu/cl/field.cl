@@ -54,6 +54,46 @@ FIELD FN(sub_p)(FIELD a) {
     return a;
 }
 
+#ifdef NVIDIA_PTX
+// Addition and subtraction as PTX carry chains (the portable versions below emulate each carry
+// with 64-bit arithmetic and compare with P limb by limb, branching): a + b, then a + b - P, and
+// the borrow out of the second chain says which one is below P. Inputs are below P, so a + b <
+// 2P < 2^(32 FIELD_LIMBS) and one subtraction suffices. Separate asm statements pass the carry
+// flag, as in `mul`.
+FIELD FN(add)(FIELD a, FIELD b) {
+    FIELD s, d;
+    PTX_ASM("add.cc.u32 %0, %1, %2;" : "=r"(s.v[0]) : "r"(a.v[0]), "r"(b.v[0]));
+    #pragma unroll
+    for (int i = 1; i < FIELD_LIMBS; i++)
+        PTX_ASM("addc.cc.u32 %0, %1, %2;" : "=r"(s.v[i]) : "r"(a.v[i]), "r"(b.v[i]));
+    PTX_ASM("sub.cc.u32 %0, %1, %2;" : "=r"(d.v[0]) : "r"(s.v[0]), "r"(FN(P)[0]));
+    #pragma unroll
+    for (int i = 1; i < FIELD_LIMBS; i++)
+        PTX_ASM("subc.cc.u32 %0, %1, %2;" : "=r"(d.v[i]) : "r"(s.v[i]), "r"(FN(P)[i]));
+    uint borrow;
+    PTX_ASM("subc.u32 %0, 0, 0;" : "=r"(borrow));
+    // borrow is all ones when a + b < P: keep the sum.
+    #pragma unroll
+    for (int i = 0; i < FIELD_LIMBS; i++) d.v[i] = (s.v[i] & borrow) | (d.v[i] & ~borrow);
+    return d;
+}
+
+// a - b, plus P when that borrows (the mask of the borrow selects P's limbs).
+FIELD FN(sub)(FIELD a, FIELD b) {
+    FIELD d;
+    PTX_ASM("sub.cc.u32 %0, %1, %2;" : "=r"(d.v[0]) : "r"(a.v[0]), "r"(b.v[0]));
+    #pragma unroll
+    for (int i = 1; i < FIELD_LIMBS; i++)
+        PTX_ASM("subc.cc.u32 %0, %1, %2;" : "=r"(d.v[i]) : "r"(a.v[i]), "r"(b.v[i]));
+    uint borrow;
+    PTX_ASM("subc.u32 %0, 0, 0;" : "=r"(borrow));
+    PTX_ASM("add.cc.u32 %0, %0, %1;" : "+r"(d.v[0]) : "r"(FN(P)[0] & borrow));
+    #pragma unroll
+    for (int i = 1; i < FIELD_LIMBS; i++)
+        PTX_ASM("addc.cc.u32 %0, %0, %1;" : "+r"(d.v[i]) : "r"(FN(P)[i] & borrow));
+    return d;
+}
+#else
 FIELD FN(add)(FIELD a, FIELD b) {
     uint carry = 0;
     for (int i = 0; i < FIELD_LIMBS; i++) {
@@ -82,6 +122,8 @@ FIELD FN(sub)(FIELD a, FIELD b) {
     }
     return a;
 }
+
+#endif
 
 FIELD FN(double)(FIELD a) {
     return FN(add)(a, a);
