@@ -267,17 +267,6 @@ pub fn quotient(
     b: Vec<Scalar>,
     c: Vec<Scalar>,
 ) -> Result<Vec<Scalar>, SynthesisError> {
-    quotient_until(a, b, c, &|| false).map(|h| h.unwrap_or_default())
-}
-
-/// [`quotient`] that asks `stop` before each of its transforms and gives up (`Ok(None)`) when it
-/// says yes: the CPU's copy of a quotient that a GPU may still finish first.
-pub fn quotient_until(
-    a: Vec<Scalar>,
-    b: Vec<Scalar>,
-    c: Vec<Scalar>,
-    stop: &dyn Fn() -> bool,
-) -> Result<Option<Vec<Scalar>>, SynthesisError> {
     let n = a.len().max(b.len()).max(c.len());
     let pad = |mut v: Vec<Scalar>| {
         v.resize(n, Scalar::ZERO);
@@ -287,13 +276,7 @@ pub fn quotient_until(
     let mut b = pad(b)?;
     let mut c = pad(c)?;
     for d in [&mut a, &mut b, &mut c] {
-        if stop() {
-            return Ok(None);
-        }
         d.ifft();
-        if stop() {
-            return Ok(None);
-        }
         d.coset_fft();
     }
     a.mul_assign(&b);
@@ -301,13 +284,10 @@ pub fn quotient_until(
     a.sub_assign(&c);
     drop(c);
     a.divide_by_z_on_coset();
-    if stop() {
-        return Ok(None);
-    }
     a.icoset_fft();
     let mut h = a.into_coeffs();
     h.truncate(h.len() - 1);
-    Ok(Some(h))
+    Ok(h)
 }
 
 #[cfg(test)]

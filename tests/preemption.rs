@@ -287,21 +287,6 @@ fn a_device_failing_in_the_middle_of_a_proof_loses_no_work() {
 }
 
 #[test]
-fn a_quotient_taken_away_in_its_middle_is_finished_by_the_cpu_or_the_returning_device() {
-    let _g = setup("quotient");
-    let (long, _) = long_and_short();
-    let device = device_ids()[0].clone();
-    // The quotient is stopped as a higher priority stops it: the CPU starts its copy and the
-    // claim takes the (free) device back; either result makes a proof that verifies.
-    preemptible_groth16::gpu::backend::interrupt_next_quotient();
-    let report = prove(long, &options(Priority::Normal, Some(&device)));
-    assert_eq!(report.preemptions, 1, "{report:?}");
-    assert!(report.returns_to_gpu >= 1, "{report:?}");
-    assert!(report.gpu_chunks_total() > 0, "{report:?}");
-    assert_eq!(report.live_device_bytes_at_release, 0, "{report:?}");
-}
-
-#[test]
 fn a_device_out_of_memory_leaves_what_does_not_fit_to_the_cpu() {
     use preemptible_groth16::gpu::backend::limit_device_memory;
     let _g = setup("oom");

@@ -22,8 +22,6 @@ static DEVICES: OnceLock<Vec<GpuDevice>> = OnceLock::new();
 static INJECT_FAILURES: AtomicBool = AtomicBool::new(false);
 /// Test hook: device multiexps that still succeed before every later one fails (`u64::MAX`: off).
 static FAIL_AFTER: AtomicU64 = AtomicU64::new(u64::MAX);
-/// Test hook: the next quotient on any device is stopped as a higher priority would stop it.
-static INTERRUPT_NEXT_QUOTIENT: AtomicBool = AtomicBool::new(false);
 /// Test hook: device memory in bytes that one multiexp or quotient may use (`u64::MAX`: no limit).
 static MEMORY_LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
 
@@ -111,9 +109,6 @@ impl GpuDevice {
         interrupt: &dyn Fn() -> bool,
     ) -> Result<Vec<Scalar>, GpuError> {
         Self::injected()?;
-        if INTERRUPT_NEXT_QUOTIENT.swap(false, Ordering::Relaxed) {
-            return Err(GpuError::Interrupted);
-        }
         // Three vectors of the domain's size, on either engine.
         Self::fits(3 * 32 * a.len().next_power_of_two() as u64)?;
         match &self.engine {
@@ -154,13 +149,6 @@ pub fn inject_failures(on: bool) {
 #[doc(hidden)]
 pub fn inject_failures_after(calls: Option<u64>) {
     FAIL_AFTER.store(calls.unwrap_or(u64::MAX), Ordering::Relaxed);
-}
-
-/// Makes the next GPU quotient (of any device) stop as if a higher priority had asked for the
-/// device in its middle, to test the race of the CPU's copy and the device's return.
-#[doc(hidden)]
-pub fn interrupt_next_quotient() {
-    INTERRUPT_NEXT_QUOTIENT.store(true, Ordering::Relaxed);
 }
 
 /// Makes every GPU multiexp or quotient that would use more than `bytes` of device memory fail

@@ -160,18 +160,6 @@ const CPU_SHARE_GUARD: usize = 2;
 /// devices each time).
 const CPU_IDLE_STEP: Duration = Duration::from_millis(1);
 
-/// How often a claim whose quotient was preempted tries to take a device back.
-const QUOTIENT_RETRY_STEP: Duration = Duration::from_millis(4);
-
-/// How a quotient on a device ended.
-enum QuotientOutcome {
-    Done(Vec<Scalar>),
-    /// A higher priority took the device.
-    Preempted,
-    /// The device cannot compute it (failed, or out of memory): the CPU does.
-    NoGpu,
-}
-
 /// How often the watcher probes idle devices.
 const WATCH_STEP: Duration = Duration::from_millis(2);
 
@@ -664,10 +652,7 @@ impl ClaimInner {
     }
 
     /// The prover's quotient on a held (or newly taken) device; `None` means "compute it on the
-    /// CPU" (no device, small, or failed). A quotient cannot be cut into chunks, so when a higher
-    /// priority takes the device in the middle of one, the CPU computes it while this claim keeps
-    /// trying to take a device back; whichever finishes first gives the result (at 2^24 the CPU
-    /// needs about 20 s, the H200 0.4 s, and the high prover's hold is often shorter than that).
+    /// CPU" (no device, small, preempted, or failed).
     fn quotient(&self, a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Option<Vec<Scalar>> {
         if a.len().next_power_of_two() < MIN_GPU_FFT {
             return None;
@@ -676,44 +661,26 @@ impl ClaimInner {
         if held.is_empty() {
             held = self.try_take();
         }
-        let k = self.fft_device(held)?;
-        match self.quotient_on(k, a, b, c) {
-            QuotientOutcome::Done(h) => Some(h),
-            QuotientOutcome::NoGpu => None,
-            QuotientOutcome::Preempted => self.quotient_racing(a, b, c),
-        }
-    }
-
-    /// One of `held` that has an FFT program; the others go back to the idle devices. A device
-    /// without one still serves the multiexps: not a failure.
-    fn fft_device(&self, mut held: Vec<LockedKernel>) -> Option<LockedKernel> {
-        let at = held.iter().position(|k| k.device.has_fft());
-        let k = at.map(|at| held.remove(at));
+        // A device without an FFT program still serves the multiexps: not a failure.
+        let Some(at) = held.iter().position(|k| k.device.has_fft()) else {
+            lock(&self.idle).extend(held);
+            return None;
+        };
+        let k = held.remove(at);
         lock(&self.idle).extend(held);
-        k
-    }
-
-    /// The quotient on `k`; the device goes back to the idle ones unless it was lost.
-    fn quotient_on(
-        &self,
-        k: LockedKernel,
-        a: &[Scalar],
-        b: &[Scalar],
-        c: &[Scalar],
-    ) -> QuotientOutcome {
         if k.should_yield() {
             self.release(k, true);
-            return QuotientOutcome::Preempted;
+            return None;
         }
         match k.device.quotient(a, b, c, &|| k.should_yield()) {
             Ok(h) => {
                 self.shared().stats.fft_on_gpu = true;
                 lock(&self.idle).push(k);
-                QuotientOutcome::Done(h)
+                Some(h)
             }
             Err(GpuError::Interrupted) => {
                 self.release(k, true);
-                QuotientOutcome::Preempted
+                None
             }
             Err(e @ GpuError::OutOfMemory(_)) => {
                 // The quotient cannot be cut smaller: the CPU computes it; the device stays
@@ -721,73 +688,13 @@ impl ClaimInner {
                 log::info!("gpu: quotient on the CPU: {e}");
                 self.shared().stats.out_of_memory += 1;
                 lock(&self.idle).push(k);
-                QuotientOutcome::NoGpu
+                None
             }
             Err(e) => {
                 self.fail(k, &e);
-                QuotientOutcome::NoGpu
+                None
             }
         }
-    }
-
-    /// After a preemption in the middle of the quotient: the CPU computes it on a thread of its
-    /// own while this one tries every [`QUOTIENT_RETRY_STEP`] to take a device back and, when it
-    /// gets one, computes the quotient there; the first result wins and stops the other.
-    fn quotient_racing(&self, a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Option<Vec<Scalar>> {
-        log::info!(
-            "gpu: {} prover computes its quotient on the CPU while it waits for a device",
-            self.priority
-        );
-        let stop = Arc::new(AtomicBool::new(false));
-        let started = Instant::now();
-        // A thread of its own, on copies, not a scoped one: when the device wins, the CPU copy
-        // stops at its next transform (seconds at 2^24) without the proof waiting for it.
-        let (a_cpu, b_cpu, c_cpu) = (a.to_vec(), b.to_vec(), c.to_vec());
-        let stop_cpu = stop.clone();
-        let cpu = std::thread::Builder::new()
-            .name("cpu-quotient".into())
-            .spawn(move || {
-                crate::domain::quotient_until(a_cpu, b_cpu, c_cpu, &|| {
-                    stop_cpu.load(Ordering::Relaxed)
-                })
-            });
-        let cpu = match cpu {
-            Ok(cpu) => cpu,
-            Err(e) => {
-                log::warn!("gpu: no thread for the CPU quotient ({e})");
-                return None;
-            }
-        };
-        let mut gpu = None;
-        while !cpu.is_finished() {
-            std::thread::sleep(QUOTIENT_RETRY_STEP);
-            let Some(k) = self.fft_device(self.try_take()) else {
-                continue;
-            };
-            match self.quotient_on(k, a, b, c) {
-                QuotientOutcome::Done(h) => {
-                    gpu = Some(h);
-                    break;
-                }
-                QuotientOutcome::Preempted => {}
-                QuotientOutcome::NoGpu => break,
-            }
-        }
-        let on_gpu = gpu.is_some();
-        let h = match gpu {
-            Some(h) => {
-                stop.store(true, Ordering::Relaxed);
-                Some(h)
-            }
-            None => cpu.join().ok().and_then(|r| r.ok().flatten()),
-        };
-        log::info!(
-            "gpu: {} prover's quotient done on the {} {:.2?} after the preemption",
-            self.priority,
-            if h.is_some() && on_gpu { "GPU" } else { "CPU" },
-            started.elapsed()
-        );
-        h
     }
 
     /// Releases every device and writes the counters into `report`.
