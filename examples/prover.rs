@@ -224,14 +224,16 @@ fn run_prover(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
             println!("{{\"verified\":{verified},{}", &report.to_json()[1..]);
         } else {
             println!(
-                "proof {}/{}: verified {verified}, {:.3} s, {} of {} chunks on a GPU, {} preemptions, {} returns",
+                "proof {}/{}: verified {verified}, {:.3} s, {} of {} chunks on a GPU, {} preemptions, \
+                 {} returns, device memory at most {:.1} MiB",
                 i + 1,
                 a.proofs,
                 report.total.as_secs_f64(),
                 report.gpu_chunks_total(),
                 report.total_chunks,
                 report.preemptions,
-                report.returns_to_gpu
+                report.returns_to_gpu,
+                report.peak_device_bytes as f64 / (1 << 20) as f64
             );
         }
         if !verified {

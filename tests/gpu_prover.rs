@@ -64,6 +64,11 @@ fn gpu_proofs_verify_and_gpu_failures_fall_back_to_the_cpu() {
     );
     assert_eq!((report.preemptions, report.gpu_failures), (0, 0));
     assert_eq!(report.live_device_bytes_at_release, 0);
+    // The quotient alone holds its three vectors of 2^12 values of 32 bytes on the device.
+    assert!(
+        report.peak_device_bytes >= (3 * 32) << 12,
+        "device memory reported: {report:?}"
+    );
 
     let cpu_only = ProveOptions {
         use_gpu: false,
@@ -73,6 +78,7 @@ fn gpu_proofs_verify_and_gpu_failures_fall_back_to_the_cpu() {
     assert!(verify_proof(&pvk, &proof, &[input]).unwrap());
     assert_eq!(report.gpu_chunks_total(), 0);
     assert!(!report.fft_on_gpu);
+    assert_eq!(report.peak_device_bytes, 0);
     assert_eq!(report.cpu_chunks, report.total_chunks);
 
     inject_failures(true);

@@ -86,6 +86,13 @@ fn prove(setup: &Setup, options: &ProveOptions) -> ProofReport {
         report.total_chunks,
         "every chunk computed exactly once: {report:?}"
     );
+    if report.gpu_chunks_total() > 0 {
+        // A fake multiexp holds 128 bytes per term.
+        assert!(
+            report.peak_device_bytes > 0,
+            "device memory reported: {report:?}"
+        );
+    }
     report
 }
 

@@ -135,6 +135,17 @@ impl GpuDevice {
             Engine::Fake(f) => f.live_device_bytes(),
         }
     }
+
+    /// The most device memory the kernels held at once since the last call (the FFT's and the
+    /// multiexp's at their own peaks: a claim runs one at a time on a device).
+    pub fn take_peak_device_bytes(&self) -> u64 {
+        match &self.engine {
+            Engine::OpenCl { multiexp, fft } => multiexp
+                .take_peak_device_bytes()
+                .max(fft.as_ref().map_or(0, |f| f.take_peak_device_bytes())),
+            Engine::Fake(f) => f.take_peak_device_bytes(),
+        }
+    }
 }
 
 /// Makes every GPU multiexp and quotient fail as a lost device would, to test the CPU fallback.

@@ -5,12 +5,44 @@
 use super::error::GpuError;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// An OpenCL buffer of `u32` whose bytes are added to `live` while it exists.
+/// The device memory of one kernel (or fake device): the bytes of its live buffers now, and the
+/// most it held at once since the peak was last taken (each proof takes it when it gets and gives
+/// up the device, for its report).
+#[derive(Debug, Default)]
+pub struct DeviceMemory {
+    live: AtomicU64,
+    peak: AtomicU64,
+}
+
+impl DeviceMemory {
+    /// Counts `bytes` more as live.
+    pub(crate) fn add(&self, bytes: u64) {
+        let now = self.live.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.peak.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// Counts `bytes` fewer as live.
+    pub(crate) fn sub(&self, bytes: u64) {
+        self.live.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    /// Bytes live now.
+    pub fn live(&self) -> u64 {
+        self.live.load(Ordering::Relaxed)
+    }
+
+    /// The most bytes live at once since the last call; starts the next count at what is live now.
+    pub fn take_peak(&self) -> u64 {
+        self.peak.swap(self.live(), Ordering::Relaxed)
+    }
+}
+
+/// An OpenCL buffer of `u32` whose bytes are counted in `memory` while it exists.
 #[derive(Debug)]
 pub(crate) struct TrackedBuffer<'a> {
     buffer: ocl::Buffer<u32>,
     bytes: u64,
-    live: &'a AtomicU64,
+    memory: &'a DeviceMemory,
 }
 
 impl<'a> TrackedBuffer<'a> {
@@ -19,7 +51,7 @@ impl<'a> TrackedBuffer<'a> {
         queue: &ocl::Queue,
         len: usize,
         data: Option<&[u32]>,
-        live: &'a AtomicU64,
+        memory: &'a DeviceMemory,
     ) -> Result<Self, GpuError> {
         let len = len.max(1);
         let mut builder = ocl::Buffer::<u32>::builder().queue(queue.clone()).len(len);
@@ -28,11 +60,11 @@ impl<'a> TrackedBuffer<'a> {
         }
         let buffer = builder.build()?;
         let bytes = 4 * len as u64;
-        live.fetch_add(bytes, Ordering::Relaxed);
+        memory.add(bytes);
         Ok(TrackedBuffer {
             buffer,
             bytes,
-            live,
+            memory,
         })
     }
 }
@@ -47,7 +79,7 @@ impl std::ops::Deref for TrackedBuffer<'_> {
 
 impl Drop for TrackedBuffer<'_> {
     fn drop(&mut self) {
-        self.live.fetch_sub(self.bytes, Ordering::Relaxed);
+        self.memory.sub(self.bytes);
     }
 }
 
@@ -299,6 +331,21 @@ fn fill_in_parts(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_memory_counts_the_peak_since_it_was_last_taken() {
+        let m = DeviceMemory::default();
+        m.add(100);
+        m.add(50);
+        m.sub(100);
+        assert_eq!((m.live(), m.take_peak()), (50, 150));
+        // The next count starts at what is live.
+        assert_eq!(m.take_peak(), 50);
+        m.sub(50);
+        m.add(20);
+        assert_eq!((m.live(), m.take_peak()), (20, 50));
+        assert_eq!(m.take_peak(), 20);
+    }
     use crate::gpu::device::{self, Selection};
 
     fn queue() -> ocl::Queue {
@@ -324,7 +371,7 @@ mod tests {
     #[test]
     fn transfers_through_small_slots_arrive_in_place() {
         let q = queue();
-        let live = AtomicU64::new(0);
+        let live = DeviceMemory::default();
         let mut staging = Staging::with_slot(&q, 40).unwrap();
         let len = 8 * 1000 + 8 * 3;
         let device = TrackedBuffer::new(&q, len, None, &live).unwrap();
@@ -393,7 +440,7 @@ mod tests {
     #[test]
     fn slots_filled_in_parts_arrive_in_place() {
         let q = queue();
-        let live = AtomicU64::new(0);
+        let live = DeviceMemory::default();
         let mut staging = Staging::with_slot(&q, 8 * 8192).unwrap();
         let len = 8 * 30_000;
         let device = TrackedBuffer::new(&q, len, None, &live).unwrap();

@@ -4,12 +4,12 @@
 //! (or `N:ns-per-term`) replaces the OpenCL devices with `N` of these, in threads and child
 //! processes alike, so the preemption tests are fast, deterministic and need no OpenCL device.
 
+use super::buffer::DeviceMemory;
 use super::error::GpuError;
 use crate::multiexp::{multiexp_serial, CurveAffine, ScalarRepr};
 use blstrs::Scalar;
 use group::Group;
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -41,7 +41,7 @@ pub struct FakeDevice {
     /// Its id, `fake-<i>`.
     pub id: String,
     ns_per_term: u64,
-    live: AtomicU64,
+    memory: DeviceMemory,
 }
 
 /// The fake devices `PREEMPTIBLE_GROTH16_FAKE_GPUS` asks for (none if it is unset or malformed).
@@ -62,7 +62,7 @@ pub fn from_env() -> Vec<FakeDevice> {
         .map(|i| FakeDevice {
             id: format!("fake-{i}"),
             ns_per_term,
-            live: AtomicU64::new(0),
+            memory: DeviceMemory::default(),
         })
         .collect()
 }
@@ -70,7 +70,12 @@ pub fn from_env() -> Vec<FakeDevice> {
 impl FakeDevice {
     /// Bytes "allocated" by calls running now.
     pub fn live_device_bytes(&self) -> u64 {
-        self.live.load(Ordering::Relaxed)
+        self.memory.live()
+    }
+
+    /// The most pretend bytes held at once since the last call.
+    pub fn take_peak_device_bytes(&self) -> u64 {
+        self.memory.take_peak()
     }
 
     /// Pretend device memory of a multiexp of `n` terms.
@@ -81,7 +86,7 @@ impl FakeDevice {
     /// Holds `bytes` of pretend device memory for `n` terms' worth of time, checking `interrupt`
     /// every millisecond.
     fn occupy(&self, n: usize, bytes: u64, interrupt: &dyn Fn() -> bool) -> Result<(), GpuError> {
-        self.live.fetch_add(bytes, Ordering::Relaxed);
+        self.memory.add(bytes);
         let end = Instant::now() + Duration::from_nanos(self.ns_per_term * n as u64);
         let result = loop {
             if interrupt() {
@@ -93,7 +98,7 @@ impl FakeDevice {
             }
             std::thread::sleep((end - now).min(Duration::from_millis(1)));
         };
-        self.live.fetch_sub(bytes, Ordering::Relaxed);
+        self.memory.sub(bytes);
         result
     }
 

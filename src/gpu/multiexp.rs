@@ -8,7 +8,7 @@
 //! which are the device's own form; the few result points come back as canonical affine
 //! coordinates and the host weighs and adds them.
 
-use super::buffer::{write_limbs, TrackedBuffer};
+use super::buffer::{write_limbs, DeviceMemory, TrackedBuffer};
 use super::device::Device;
 use super::error::GpuError;
 use super::program::{build, BuiltProgram};
@@ -17,7 +17,7 @@ use crate::multiexp::{CurveAffine, ScalarRepr};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
 use group::prime::PrimeCurveAffine;
 use group::Group;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Limbs of an `Fq` element.
@@ -168,8 +168,8 @@ pub struct MultiexpKernel {
     device: Device,
     /// Test hook: fail every multiexp as a lost device would.
     fail: AtomicBool,
-    /// Bytes of this kernel's live device buffers.
-    live: AtomicU64,
+    /// This kernel's device buffers.
+    memory: DeviceMemory,
 }
 
 /// Appends 64-bit limbs as pairs of 32-bit ones, low half first.
@@ -187,7 +187,7 @@ impl MultiexpKernel {
         let kernel = MultiexpKernel {
             device: device.clone(),
             fail: AtomicBool::new(false),
-            live: AtomicU64::new(0),
+            memory: DeviceMemory::default(),
         };
         std::thread::scope(|scope| {
             let g2 = scope.spawn(|| kernel.program("G2"));
@@ -211,7 +211,12 @@ impl MultiexpKernel {
     /// Bytes of device memory held by multiexps running on this kernel now (0 between calls:
     /// every call frees its buffers before it returns).
     pub fn live_device_bytes(&self) -> u64 {
-        self.live.load(Ordering::Relaxed)
+        self.memory.live()
+    }
+
+    /// The most device memory this kernel's multiexps held at once since the last call.
+    pub fn take_peak_device_bytes(&self) -> u64 {
+        self.memory.take_peak()
     }
 
     /// The device these kernels run on.
@@ -296,7 +301,7 @@ impl MultiexpKernel {
         let built = self.program(G::NAME)?;
         let q = built.queue.clone();
         let p = &built.program;
-        let live = &self.live;
+        let live = &self.memory;
         let check = || {
             if interrupt() {
                 Err(GpuError::Interrupted)

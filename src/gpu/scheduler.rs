@@ -93,6 +93,7 @@ struct Stats {
     handover: Option<Duration>,
     yield_latency: Option<Duration>,
     live_at_release: u64,
+    peak_device: u64,
     failures: u64,
     out_of_memory: u64,
 }
@@ -344,6 +345,8 @@ impl ClaimInner {
             return Ok(None);
         }
         let flag = PriorityFlag::raise(&self.dir, &device.id, self.priority).ok();
+        // The peak counts from here: what this claim's work holds on the device.
+        device.take_peak_device_bytes();
         let mut s = self.shared();
         s.holding.insert(device.id.clone());
         if let Some((_, asked)) = s.asking.remove(&device.id) {
@@ -409,6 +412,7 @@ impl ClaimInner {
     /// Releases a device; `preempted` when a higher priority asked for it.
     fn release(&self, k: LockedKernel, preempted: bool) {
         let live = k.device.live_device_bytes();
+        let peak = k.device.take_peak_device_bytes();
         let held = k.lock.held_for();
         let asked = *lock(&k.asked_at);
         let id = k.device.id.clone();
@@ -416,6 +420,7 @@ impl ClaimInner {
         let mut s = self.shared();
         s.holding.remove(&id);
         s.stats.live_at_release = s.stats.live_at_release.max(live);
+        s.stats.peak_device = s.stats.peak_device.max(peak);
         if preempted {
             s.stats.preemptions += 1;
             s.lost = true;
@@ -714,6 +719,7 @@ impl ClaimInner {
         report.handover = s.handover;
         report.yield_latency = s.yield_latency;
         report.live_device_bytes_at_release = s.live_at_release;
+        report.peak_device_bytes = s.peak_device;
         report.gpu_failures = s.failures;
         report.out_of_memory = s.out_of_memory;
     }

@@ -139,6 +139,8 @@ pub struct ProofReport {
     /// Device bytes this prover still owned when it released a device after a preemption (the
     /// largest seen; 0 means every buffer was freed first).
     pub live_device_bytes_at_release: u64,
+    /// The most device memory this proof's work held at once on one device (0 without a GPU).
+    pub peak_device_bytes: u64,
     /// GPU errors that sent work to the CPU.
     pub gpu_failures: u64,
     /// Times a device ran out of memory: it then takes fewer chunks at once, or, at one chunk,
@@ -166,7 +168,8 @@ impl ProofReport {
             "{{\"priority\":\"{}\",\"total_ms\":{},\"gpu_chunks\":{},\"gpu_chunks_by_device\":{{{}}},\
              \"cpu_chunks\":{},\"total_chunks\":{},\"fft_on_gpu\":{},\"preemptions\":{},\
              \"returns_to_gpu\":{},\"wait_ms\":{},\"handover_ms\":{},\"yield_ms\":{},\
-             \"live_device_bytes_at_release\":{},\"gpu_failures\":{},\"out_of_memory\":{}}}",
+             \"live_device_bytes_at_release\":{},\"peak_device_bytes\":{},\"gpu_failures\":{},\
+             \"out_of_memory\":{}}}",
             self.priority,
             ms(self.total),
             self.gpu_chunks_total(),
@@ -180,6 +183,7 @@ impl ProofReport {
             opt_ms(self.handover),
             opt_ms(self.yield_latency),
             self.live_device_bytes_at_release,
+            self.peak_device_bytes,
             self.gpu_failures,
             self.out_of_memory
         )
@@ -227,6 +231,7 @@ mod tests {
             cpu_chunks: 2,
             total_chunks: 6,
             handover: Some(Duration::from_micros(2500)),
+            peak_device_bytes: 4096,
             ..ProofReport::default()
         };
         let j = r.to_json();
@@ -239,6 +244,7 @@ mod tests {
             "{j}"
         );
         assert!(j.contains("\"handover_ms\":2.500,\"yield_ms\":null"), "{j}");
+        assert!(j.contains("\"peak_device_bytes\":4096,"), "{j}");
         assert!(
             j.ends_with("\"gpu_failures\":0,\"out_of_memory\":0}"),
             "{j}"
