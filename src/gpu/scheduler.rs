@@ -52,12 +52,22 @@ pub struct LockedKernel {
     _flag: Option<PriorityFlag>,
     /// When a higher request was first seen.
     asked_at: Mutex<Option<Instant>>,
+    /// The last probe, and the longest time between two probes while held: a request waits for
+    /// up to that long before the holder sees it (logged at release, to find stretches of work
+    /// that ask too rarely).
+    probes: Mutex<(Instant, Duration)>,
 }
 
 impl LockedKernel {
     /// Whether a higher priority has asked for this device. A probe that fails (the lock
     /// directory vanished) is logged and read as "no": the device is ours until we are done.
     fn should_yield(&self) -> bool {
+        {
+            let mut probes = lock(&self.probes);
+            let now = Instant::now();
+            probes.1 = probes.1.max(now - probes.0);
+            probes.0 = now;
+        }
         if !self.lock.is_current() {
             log::warn!(
                 "gpu: the lock file of {} was deleted or replaced; giving the device up",
@@ -368,6 +378,7 @@ impl ClaimInner {
             probe,
             _flag: flag,
             asked_at: Mutex::new(None),
+            probes: Mutex::new((Instant::now(), Duration::ZERO)),
         }))
     }
 
@@ -415,6 +426,7 @@ impl ClaimInner {
         let peak = k.device.take_peak_device_bytes();
         let held = k.lock.held_for();
         let asked = *lock(&k.asked_at);
+        let longest_gap = lock(&k.probes).1;
         let id = k.device.id.clone();
         drop(k);
         let mut s = self.shared();
@@ -428,7 +440,14 @@ impl ClaimInner {
             s.stats.yield_latency = max_opt(s.stats.yield_latency, latency);
             log::info!(
                 "gpu: {} prover yielded {id} {latency:.2?} after the request (held {held:.2?}, \
-                 {live} device bytes left); going on on the CPU",
+                 {live} device bytes left, at most {longest_gap:.2?} between probes); going on on \
+                 the CPU",
+                self.priority
+            );
+        } else {
+            log::debug!(
+                "gpu: {} prover released {id} (held {held:.2?}, at most {longest_gap:.2?} between \
+                 probes)",
                 self.priority
             );
         }
