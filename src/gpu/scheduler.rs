@@ -65,7 +65,12 @@ impl LockedKernel {
         {
             let mut probes = lock(&self.probes);
             let now = Instant::now();
-            probes.1 = probes.1.max(now - probes.0);
+            let gap = now - probes.0;
+            if gap > LONG_PROBE_GAP {
+                // With the phase logs around it, says which stretch of work asked too rarely.
+                log::debug!("gpu: {gap:.2?} without a probe on {}", self.device.id);
+            }
+            probes.1 = probes.1.max(gap);
             probes.0 = now;
         }
         if !self.lock.is_current() {
@@ -170,6 +175,9 @@ const CPU_SHARE_GUARD: usize = 2;
 /// Sleep of the CPU side while the devices finish the last chunks (it also tries to take
 /// devices each time).
 const CPU_IDLE_STEP: Duration = Duration::from_millis(1);
+
+/// A time between two probes of a held device worth a debug line: a request waits that long.
+const LONG_PROBE_GAP: Duration = Duration::from_millis(50);
 
 /// How often the watcher probes idle devices.
 const WATCH_STEP: Duration = Duration::from_millis(2);
