@@ -331,6 +331,7 @@ fn fill_in_parts(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gpu::device::{self, Selection};
 
     #[test]
     fn device_memory_counts_the_peak_since_it_was_last_taken() {
@@ -346,7 +347,6 @@ mod tests {
         assert_eq!((m.live(), m.take_peak()), (20, 50));
         assert_eq!(m.take_peak(), 20);
     }
-    use crate::gpu::device::{self, Selection};
 
     fn queue() -> ocl::Queue {
         let selection = Selection {
@@ -371,10 +371,10 @@ mod tests {
     #[test]
     fn transfers_through_small_slots_arrive_in_place() {
         let q = queue();
-        let live = DeviceMemory::default();
+        let memory = DeviceMemory::default();
         let mut staging = Staging::with_slot(&q, 40).unwrap();
         let len = 8 * 1000 + 8 * 3;
-        let device = TrackedBuffer::new(&q, len, None, &live).unwrap();
+        let device = TrackedBuffer::new(&q, len, None, &memory).unwrap();
         staging
             .upload(
                 &q,
@@ -440,10 +440,10 @@ mod tests {
     #[test]
     fn slots_filled_in_parts_arrive_in_place() {
         let q = queue();
-        let live = DeviceMemory::default();
+        let memory = DeviceMemory::default();
         let mut staging = Staging::with_slot(&q, 8 * 8192).unwrap();
         let len = 8 * 30_000;
-        let device = TrackedBuffer::new(&q, len, None, &live).unwrap();
+        let device = TrackedBuffer::new(&q, len, None, &memory).unwrap();
         staging
             .upload(
                 &q,

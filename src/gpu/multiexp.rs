@@ -301,7 +301,7 @@ impl MultiexpKernel {
         let built = self.program(G::NAME)?;
         let q = built.queue.clone();
         let p = &built.program;
-        let live = &self.memory;
+        let memory = &self.memory;
         let check = || {
             if interrupt() {
                 Err(GpuError::Interrupted)
@@ -330,8 +330,8 @@ impl MultiexpKernel {
         // The limbs are written straight into pinned staging memory, on threads of its own, not
         // a rayon pool: the CPU's share of the same multiexp keeps the pools busy, and the device
         // would wait behind it.
-        let bases_buf = TrackedBuffer::new(&q, n * affine_limbs, None, live)?;
-        let scalars_buf = TrackedBuffer::new(&q, n * 8, None, live)?;
+        let bases_buf = TrackedBuffer::new(&q, n * affine_limbs, None, memory)?;
+        let scalars_buf = TrackedBuffer::new(&q, n * 8, None, memory)?;
         built.with_staging(|staging| {
             staging.upload(
                 &q,
@@ -366,7 +366,7 @@ impl MultiexpKernel {
 
         // 1. Count the terms of each bucket; the host turns counts into offsets.
         let mut counts = vec![0u32; bucket_count];
-        let cursor = TrackedBuffer::new(&q, bucket_count, Some(&counts), live)?;
+        let cursor = TrackedBuffer::new(&q, bucket_count, Some(&counts), memory)?;
         check()?;
         launch(
             &kernel("msm_count", n)
@@ -395,11 +395,11 @@ impl MultiexpKernel {
             return Ok(G::Curve::identity());
         }
         cursor.write(&offsets[..bucket_count]).queue(&q).enq()?;
-        let offsets_buf = TrackedBuffer::new(&q, offsets.len(), Some(&offsets), live)?;
+        let offsets_buf = TrackedBuffer::new(&q, offsets.len(), Some(&offsets), memory)?;
         mark("count")?;
 
         // 2. Sort the terms by bucket.
-        let entries = TrackedBuffer::new(&q, total, None, live)?;
+        let entries = TrackedBuffer::new(&q, total, None, memory)?;
         check()?;
         launch(
             &kernel("msm_scatter", n)
@@ -417,9 +417,9 @@ impl MultiexpKernel {
         // 3. Sum the buckets in segments of equal length, then the buckets that cross segments.
         let segment = Plan::segment(total);
         let segments = total.div_ceil(segment);
-        let bucket_sums = TrackedBuffer::new(&q, bucket_count * point_limbs, None, live)?;
-        let heads = TrackedBuffer::new(&q, segments * point_limbs, None, live)?;
-        let tails = TrackedBuffer::new(&q, segments * point_limbs, None, live)?;
+        let bucket_sums = TrackedBuffer::new(&q, bucket_count * point_limbs, None, memory)?;
+        let heads = TrackedBuffer::new(&q, segments * point_limbs, None, memory)?;
+        let tails = TrackedBuffer::new(&q, segments * point_limbs, None, memory)?;
         check()?;
         launch(
             &kernel("msm_segments", segments)
@@ -450,7 +450,7 @@ impl MultiexpKernel {
 
         // 4. Weigh the buckets by their digits, in groups, and add runs of groups.
         let groups = plan.group_count();
-        let group_sums = TrackedBuffer::new(&q, groups * point_limbs, None, live)?;
+        let group_sums = TrackedBuffer::new(&q, groups * point_limbs, None, memory)?;
         check()?;
         launch(
             &kernel("msm_reduce", groups)
@@ -464,7 +464,7 @@ impl MultiexpKernel {
         drop(bucket_sums);
         let outputs = plan.windows * plan.outputs_per_window();
         let summed = if plan.run > 1 {
-            let summed = TrackedBuffer::new(&q, outputs * point_limbs, None, live)?;
+            let summed = TrackedBuffer::new(&q, outputs * point_limbs, None, memory)?;
             check()?;
             launch(
                 &kernel("msm_sum_runs", outputs)
@@ -479,7 +479,7 @@ impl MultiexpKernel {
         } else {
             group_sums
         };
-        let affine = TrackedBuffer::new(&q, outputs * affine_limbs, None, live)?;
+        let affine = TrackedBuffer::new(&q, outputs * affine_limbs, None, memory)?;
         check()?;
         launch(
             &kernel("results_to_affine", outputs)
