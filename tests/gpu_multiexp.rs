@@ -61,7 +61,8 @@ fn gpu_g1_multiexp_equals_cpu() {
 
 #[test]
 fn gpu_multiexp_with_skewed_scalars_equals_cpu() {
-    // Buckets far larger than a segment (half the scalars are 1, a quarter share one value), all
+    // Buckets far larger than a segment, folded in several passes (half the scalars are 1, a
+    // quarter share one value), all
     // scalars zero (no bucket entries at all), and all scalars equal.
     let k = kernel();
     let n = 20_000;

@@ -111,6 +111,14 @@ pub struct Plan {
 /// Most terms a segment work-item sums; segments aim at this many work-items in all.
 const MAX_SEGMENT: usize = 512;
 const TARGET_SEGMENTS: usize = 1 << 17;
+/// Most points a fold work-item adds. A bucket that crosses many segments (the top window, where
+/// the few bits left over crowd the terms into a handful of buckets, or equal scalars) is folded
+/// in passes of this fan-in: summing it in one work-item made a 2^15-term G2 call spend 30 ms on
+/// a dozen such buckets (H200, fourth session).
+const FOLD: usize = 16;
+/// Work-items the bucket weighing aims at: a G2 weighing step is long and latency-bound, so the
+/// groups of buckets shrink until about this many work-items share the device.
+const TARGET_GROUPS: usize = 1 << 14;
 /// Work-items per work-group for every multiexp kernel. Left to the driver, the group size must
 /// divide the global size, and an awkward count of segments (a prime, say) got groups of one
 /// work-item; the kernels bounds-check their index, so the global size is rounded up instead.
@@ -123,11 +131,16 @@ impl Plan {
         let cost = |c: usize| 256usize.div_ceil(c) * (n + (3 << (c - 1)));
         let c = (4..=16).fold(4, |best, c| if cost(c) < cost(best) { c } else { best });
         let buckets = 1usize << (c - 1);
-        let group_len = buckets.min(32);
+        let windows = 256usize.div_ceil(c);
+        // A power of two between 4 and 32, and no more than the buckets of a window.
+        let group_len = (windows * buckets / TARGET_GROUPS)
+            .next_power_of_two()
+            .clamp(4, 32)
+            .min(buckets);
         let groups = buckets / group_len;
         Plan {
             c,
-            windows: 256usize.div_ceil(c),
+            windows,
             group_len,
             run: (groups / 32).max(1),
         }
@@ -159,6 +172,70 @@ impl Plan {
             .next_power_of_two()
             .clamp(16, MAX_SEGMENT)
     }
+}
+
+/// One launch of `msm_fold`: job `j` adds the points `ranges[2j]..ranges[2j + 1]` of its input and
+/// writes the sum to point `dest[j]` of its output.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct FoldLevel {
+    ranges: Vec<u32>,
+    dest: Vec<u32>,
+    /// The output is the bucket sums (the last level); otherwise a new buffer of one point per job.
+    last: bool,
+}
+
+/// The passes that finish the buckets `msm_segments` left: each crossing bucket's parts (a range
+/// of the interleaved heads and tails) are added `FOLD` at a time until one point is left, which
+/// the last pass writes to the bucket; the last pass also writes the identity to empty buckets.
+/// `offsets` are the buckets' entry offsets (one more than the buckets).
+fn fold_levels(offsets: &[u32], segment: usize) -> Vec<FoldLevel> {
+    let mut empty = Vec::new();
+    // (bucket, range of its points in this pass's input)
+    let mut spans = Vec::new();
+    for (k, w) in offsets.windows(2).enumerate() {
+        let (a, e) = (w[0] as usize, w[1] as usize);
+        if a == e {
+            empty.push(k as u32);
+            continue;
+        }
+        let (first, last) = (a / segment, (e - 1) / segment);
+        if first < last {
+            spans.push((k as u32, (2 * first + 1) as u32, (2 * last + 1) as u32));
+        }
+    }
+    let mut levels = Vec::new();
+    while !spans.is_empty() || !empty.is_empty() {
+        let last = spans.iter().all(|&(_, s, e)| (e - s) as usize <= FOLD);
+        let mut level = FoldLevel {
+            last,
+            ..FoldLevel::default()
+        };
+        let mut next = Vec::with_capacity(spans.len());
+        for &(k, start, end) in &spans {
+            let first_job = level.dest.len() as u32;
+            let mut at = start;
+            while at < end {
+                let to = end.min(at + FOLD as u32);
+                level.ranges.extend([at, to]);
+                level
+                    .dest
+                    .push(if last { k } else { level.dest.len() as u32 });
+                at = to;
+            }
+            next.push((k, first_job, level.dest.len() as u32));
+        }
+        if last {
+            for &k in &empty {
+                level.ranges.extend([0, 0]);
+                level.dest.push(k);
+            }
+            empty.clear();
+            next.clear();
+        }
+        levels.push(level);
+        spans = next;
+    }
+    levels
 }
 
 /// The multiexp kernels for one device; each group's program is built at its first use (and then
@@ -414,12 +491,12 @@ impl MultiexpKernel {
         drop((scalars_buf, cursor));
         mark("scatter")?;
 
-        // 3. Sum the buckets in segments of equal length, then the buckets that cross segments.
+        // 3. Sum the buckets in segments of equal length, then fold the parts of the buckets that
+        //    cross segments.
         let segment = Plan::segment(total);
         let segments = total.div_ceil(segment);
         let bucket_sums = TrackedBuffer::new(&q, bucket_count * point_limbs, None, memory)?;
-        let heads = TrackedBuffer::new(&q, segments * point_limbs, None, memory)?;
-        let tails = TrackedBuffer::new(&q, segments * point_limbs, None, memory)?;
+        let parts = TrackedBuffer::new(&q, 2 * segments * point_limbs, None, memory)?;
         check()?;
         launch(
             &kernel("msm_segments", segments)
@@ -427,25 +504,39 @@ impl MultiexpKernel {
                 .arg(&*entries)
                 .arg(&*offsets_buf)
                 .arg(&*bucket_sums)
-                .arg(&*heads)
-                .arg(&*tails)
+                .arg(&*parts)
                 .arg(total as u32)
                 .arg(segment as u32)
                 .arg(bucket_count as u32)
                 .build()?,
         )?;
-        check()?;
-        launch(
-            &kernel("msm_fixup", bucket_count)
-                .arg(&*offsets_buf)
-                .arg(&*bucket_sums)
-                .arg(&*heads)
-                .arg(&*tails)
-                .arg(segment as u32)
-                .arg(bucket_count as u32)
-                .build()?,
-        )?;
-        drop((bases_buf, entries, heads, tails, offsets_buf));
+        drop((bases_buf, entries, offsets_buf));
+        let levels = fold_levels(&offsets, segment);
+        let mut input = parts;
+        for level in &levels {
+            let jobs = level.dest.len();
+            let ranges = TrackedBuffer::new(&q, level.ranges.len(), Some(&level.ranges), memory)?;
+            let dest = TrackedBuffer::new(&q, jobs, Some(&level.dest), memory)?;
+            let output = if level.last {
+                None
+            } else {
+                Some(TrackedBuffer::new(&q, jobs * point_limbs, None, memory)?)
+            };
+            check()?;
+            launch(
+                &kernel("msm_fold", jobs)
+                    .arg(&*input)
+                    .arg(&*ranges)
+                    .arg(&*dest)
+                    .arg(output.as_deref().unwrap_or(&bucket_sums))
+                    .arg(jobs as u32)
+                    .build()?,
+            )?;
+            if let Some(output) = output {
+                input = output;
+            }
+        }
+        drop(input);
         mark("buckets")?;
 
         // 4. Weigh the buckets by their digits, in groups, and add runs of groups.
@@ -630,14 +721,92 @@ fn launch(kernel: &ocl::Kernel) -> Result<(), GpuError> {
     // types of the kernels' signatures: two coordinates of 12 limbs per base in G1 (24 in G2),
     // 8 limbs per scalar, one counter per bucket and one offset more, one entry per nonzero digit
     // (the offsets' total, so the scatter's atomic cursors stay inside), one Jacobian point per
-    // bucket, segment (heads and tails), group and output.
+    // bucket, two per segment (head and tail), one per fold job, group and output; the fold
+    // levels' ranges lie inside their input ([`fold_levels`], unit-tested) and their
+    // destinations inside their output.
     unsafe { kernel.enq()? };
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::Plan;
+    use super::{fold_levels, Plan, FOLD};
+
+    /// `msm_segments` then the fold passes, on integers: entry `j` is worth `j + 1`, and every
+    /// bucket must end as the sum of its entries, with no pass adding more than `FOLD` points
+    /// and no range or destination outside its buffer.
+    fn fold_on_integers(counts: &[u32], segment: usize) -> usize {
+        let mut offsets = vec![0u32];
+        for c in counts {
+            offsets.push(offsets.last().unwrap() + c);
+        }
+        let total = *offsets.last().unwrap() as usize;
+        let buckets = counts.len();
+        let mut sums = vec![None; buckets];
+        let segments = total.div_ceil(segment);
+        let mut parts = vec![0u64; 2 * segments];
+        for s in 0..segments {
+            let (start, end) = (s * segment, ((s + 1) * segment).min(total));
+            for k in 0..buckets {
+                let (a, e) = (offsets[k] as usize, offsets[k + 1] as usize);
+                let (lo, hi) = (a.max(start), e.min(end));
+                if lo >= hi {
+                    continue;
+                }
+                let acc: u64 = (lo..hi).map(|j| j as u64 + 1).sum();
+                if a < start {
+                    parts[2 * s] = acc;
+                } else if e > end {
+                    parts[2 * s + 1] = acc;
+                } else {
+                    sums[k] = Some(acc);
+                }
+            }
+        }
+        let levels = fold_levels(&offsets, segment);
+        let mut input = parts;
+        for (i, level) in levels.iter().enumerate() {
+            assert_eq!(level.last, i + 1 == levels.len());
+            assert_eq!(level.ranges.len(), 2 * level.dest.len());
+            let mut output = vec![0u64; level.dest.len()];
+            for (job, &dest) in level.dest.iter().enumerate() {
+                let (a, e) = (
+                    level.ranges[2 * job] as usize,
+                    level.ranges[2 * job + 1] as usize,
+                );
+                assert!(a <= e && e <= input.len() && e - a <= FOLD);
+                let acc = input[a..e].iter().sum();
+                if level.last {
+                    assert!(sums[dest as usize].is_none(), "bucket {dest} written twice");
+                    sums[dest as usize] = Some(acc);
+                } else {
+                    output[dest as usize] = acc;
+                }
+            }
+            input = output;
+        }
+        for k in 0..buckets {
+            let want: u64 = (offsets[k]..offsets[k + 1]).map(|j| j as u64 + 1).sum();
+            assert_eq!(sums[k], Some(want), "bucket {k}");
+        }
+        levels.len()
+    }
+
+    #[test]
+    fn folds_finish_every_bucket_in_bounded_passes() {
+        // Even buckets, buckets of about a segment, empty ones, and one bucket of 5000 entries
+        // (313 segments: 626 parts, three passes of 16).
+        let mut counts: Vec<u32> = (0..200).map(|k| (k * 7 % 23) as u32).collect();
+        counts[50] = 5000;
+        counts[51] = 0;
+        assert_eq!(fold_on_integers(&counts, 16), 3);
+        // Nothing crosses a segment and nothing is empty: no pass at all.
+        assert_eq!(fold_on_integers(&[16; 10], 16), 0);
+        // Only empty buckets besides whole ones: one pass writes their identity.
+        assert_eq!(fold_on_integers(&[16, 0, 16], 16), 1);
+        assert_eq!(fold_on_integers(&[0, 0, 0], 16), 1);
+        assert_eq!(fold_on_integers(&[40, 3, 100], 32), 1);
+    }
 
     #[test]
     fn plans_widen_the_window_with_the_terms() {
@@ -651,6 +820,7 @@ mod tests {
             // The windows cover 256 bits; the reduction's shape divides the buckets evenly.
             assert!(plan.windows * plan.c >= 256 && (plan.windows - 1) * plan.c < 256);
             assert_eq!(plan.buckets() % (plan.group_len * plan.run), 0);
+            assert!(plan.group_len <= 32 && plan.group_len.is_power_of_two());
             assert!(plan.outputs_per_window() >= 1);
         }
         assert_eq!(Plan::segment(10), 16);

@@ -7,11 +7,14 @@
 //   segments  the entries cut into equal segments, one work-item each: a bucket that lies inside
 //             one segment is summed there; the parts of a bucket that crosses segment borders go
 //             to the segment's head (the bucket began before) or tail (it goes on after);
-//   fixup     each crossing bucket = its first segment's tail + the heads of the segments after;
+//   fold      each crossing bucket = its first segment's tail + the heads of the segments after,
+//             added at most FOLD at a time by each work-item, in as many passes as the longest
+//             bucket needs (the host plans the passes from the offsets); empty buckets get the
+//             identity in the last pass;
 //   reduce    per window, groups of buckets weighed by digit (running sums), then runs of groups
 //             added, so that few points go back to the host.
 // Every work-item does bounded work whatever the scalars are (equal scalars only lengthen the
-// fixup of their bucket), unlike a bucket array per work-item. The idea of sorting by bucket
+// fold of their bucket by one pass per factor of FOLD), unlike a bucket array per work-item. The idea of sorting by bucket
 // before accumulating is the one of the GPU multiexps in the ZPrize 2022 entries and sppark;
 // this code is our own.
 
@@ -74,12 +77,14 @@ __kernel void PT(msm_scatter)(__global const uint *scalars, __global uint *curso
     }
 }
 
-// Work-item s sums entries [s * segment, min((s + 1) * segment, total)).
+// Work-item s sums entries [s * segment, min((s + 1) * segment, total)); its head goes to
+// parts[2 s] and its tail to parts[2 s + 1], so that the parts of one crossing bucket (the tail of
+// its first segment, then the heads of the segments after, with the identity tails of the segments
+// inside it between them) are one range of `parts`.
 __kernel void PT(msm_segments)(__global const CAT(POINT, _affine) *bases,
                                __global const uint *entries, __global const uint *offsets,
-                               __global POINT *bucket_sums, __global POINT *heads,
-                               __global POINT *tails, uint total, uint segment,
-                               uint bucket_count) {
+                               __global POINT *bucket_sums, __global POINT *parts,
+                               uint total, uint segment, uint bucket_count) {
     uint seg = get_global_id(0);
     uint start = seg * segment;
     if (seg >= (total + segment - 1) / segment) return;
@@ -108,28 +113,20 @@ __kernel void PT(msm_segments)(__global const CAT(POINT, _affine) *bases,
         else if (offsets[k + 1] > end) tail = acc;
         else bucket_sums[k] = acc;
     }
-    heads[seg] = head;
-    tails[seg] = tail;
+    parts[2 * seg] = head;
+    parts[2 * seg + 1] = tail;
 }
 
-// Work-item k finishes bucket k: empty, summed by one segment already, or crossing segments.
-__kernel void PT(msm_fixup)(__global const uint *offsets, __global POINT *bucket_sums,
-                            __global const POINT *heads, __global const POINT *tails,
-                            uint segment, uint bucket_count) {
-    uint k = get_global_id(0);
-    if (k >= bucket_count) return;
-    uint a = offsets[k];
-    uint e = offsets[k + 1];
-    if (a == e) {
-        bucket_sums[k] = PT(identity)();
-        return;
-    }
-    uint first = a / segment;
-    uint last = (e - 1) / segment;
-    if (first == last) return;
-    POINT acc = tails[first];
-    for (uint s = first + 1; s <= last; s++) acc = PT(add)(acc, heads[s]);
-    bucket_sums[k] = acc;
+// Job j adds in[ranges[2 j]], ..., in[ranges[2 j + 1] - 1] (the identity for an empty range) and
+// writes the sum to out[dest[j]]. The host keeps every range at most FOLD points long, so no
+// work-item adds more, however the entries crowd into one bucket.
+__kernel void PT(msm_fold)(__global const POINT *in, __global const uint *ranges,
+                           __global const uint *dest, __global POINT *out, uint jobs) {
+    uint j = get_global_id(0);
+    if (j >= jobs) return;
+    POINT acc = PT(identity)();
+    for (uint i = ranges[2 * j]; i < ranges[2 * j + 1]; i++) acc = PT(add)(acc, in[i]);
+    out[dest[j]] = acc;
 }
 
 // Work-item (w, g) weighs buckets [g * len, (g + 1) * len) of window w by their digits:
@@ -151,7 +148,8 @@ __kernel void PT(msm_reduce)(__global const POINT *bucket_sums, __global POINT *
     }
     uint m = g * len;
     POINT scaled = PT(identity)();
-    for (int bit = 31; bit >= 0; bit--) {
+    // From the top set bit of m down (none for m = 0): doubling the identity is not free.
+    for (int bit = 31 - (int)clz(m); bit >= 0; bit--) {
         scaled = PT(double)(scaled);
         if ((m >> bit) & 1) scaled = PT(add)(scaled, running);
     }
