@@ -10,7 +10,7 @@ mod circuits;
 use blstrs::Scalar;
 use circuits::Squares;
 use preemptible_groth16::gpu::backend::device_ids;
-use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
+use preemptible_groth16::gpu::fake::{set_quotient_ns_per_value, FAKE_GPUS_ENV};
 use preemptible_groth16::gpu::locks::{self, LOCK_DIR_ENV};
 use preemptible_groth16::gpu::{gpu_is_available, PriorityGuard};
 use preemptible_groth16::groth16::{
@@ -138,6 +138,38 @@ fn a_high_prover_takes_the_device_within_a_chunk_and_the_low_one_returns() {
         assert!(low.cpu_chunks > 0, "{low:?}");
         // 3. When the device was free again it came back to it.
         assert!(low.returns_to_gpu >= 1, "{low:?}");
+    });
+}
+
+#[test]
+fn a_quotient_interrupted_on_the_device_is_put_off_and_done_there_later() {
+    let _g = setup("deferred");
+    let (long, short) = long_and_short();
+    // Quotients of 20 us per value: the low prover's 2^15 values take about 650 ms, so the high
+    // prover asks while the low one is inside its quotient.
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            set_quotient_ns_per_value(0);
+        }
+    }
+    let _restore = Restore;
+    set_quotient_ns_per_value(20_000);
+    std::thread::scope(|s| {
+        let low = s.spawn(|| prove(long, &options(Priority::Low, Some("fake-0"))));
+        wait_for_holder("fake-0", Priority::Low);
+        std::thread::sleep(Duration::from_millis(50));
+        let high = prove(short, &options(Priority::High, Some("fake-0")));
+        let low = low.join().unwrap();
+
+        assert!(high.fft_on_gpu && high.handover.is_some(), "{high:?}");
+        assert!(!high.quotient_deferred, "{high:?}");
+        // The low prover lost the device inside its quotient and did not hand the quotient to
+        // the CPU: it did its other multiexps first (partly on the CPU) ...
+        assert!(low.preemptions >= 1 && low.quotient_deferred, "{low:?}");
+        assert!(low.cpu_chunks > 0, "{low:?}");
+        // ... and by then the device was free again and computed it.
+        assert!(low.returns_to_gpu >= 1 && low.fft_on_gpu, "{low:?}");
     });
 }
 

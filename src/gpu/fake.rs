@@ -10,6 +10,7 @@ use crate::multiexp::{multiexp_serial, CurveAffine, ScalarRepr};
 use blstrs::Scalar;
 use group::Group;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,16 @@ pub const FAKE_GPUS_ENV: &str = "PREEMPTIBLE_GROTH16_FAKE_GPUS";
 
 /// Default speed: 2 microseconds per multiexp term (a chunk of 2^14 terms takes about 33 ms).
 const DEFAULT_NS_PER_TERM: u64 = 2_000;
+
+/// Pretend time of a quotient per value, in nanoseconds; 0 means a tenth of a multiexp's per term.
+static QUOTIENT_NS_PER_VALUE: AtomicU64 = AtomicU64::new(0);
+
+/// Sets the fake devices' quotient time per value (0: the default, a tenth of a multiexp's per
+/// term), so that a test can make a quotient long enough to be interrupted.
+#[doc(hidden)]
+pub fn set_quotient_ns_per_value(ns: u64) {
+    QUOTIENT_NS_PER_VALUE.store(ns, Ordering::Relaxed);
+}
 
 /// The threads that compute the fake devices' results.
 fn fake_pool() -> &'static rayon::ThreadPool {
@@ -139,7 +150,7 @@ impl FakeDevice {
     }
 
     /// The prover's quotient, computed on the CPU after the pretend device time (a tenth of a
-    /// multiexp's per term: FFTs are short).
+    /// multiexp's per term, FFTs being short, unless [`set_quotient_ns_per_value`] says otherwise).
     pub fn quotient(
         &self,
         a: &[Scalar],
@@ -147,7 +158,11 @@ impl FakeDevice {
         c: &[Scalar],
         interrupt: &dyn Fn() -> bool,
     ) -> Result<Vec<Scalar>, GpuError> {
-        self.occupy(a.len() / 10, 96 * a.len() as u64, interrupt)?;
+        let terms = match QUOTIENT_NS_PER_VALUE.load(Ordering::Relaxed) {
+            0 => a.len() / 10,
+            ns => (a.len() as u64 * ns / self.ns_per_term.max(1)) as usize,
+        };
+        self.occupy(terms, 96 * a.len() as u64, interrupt)?;
         crate::domain::quotient(a.to_vec(), b.to_vec(), c.to_vec())
             .map_err(|e| GpuError::InvalidInput(e.to_string()))
     }

@@ -43,6 +43,17 @@ thread_local! {
     static CLAIMS_ON_THREAD: Cell<usize> = const { Cell::new(0) };
 }
 
+/// What became of a quotient offered to a claim's devices.
+#[derive(Debug)]
+pub(crate) enum QuotientOnGpu {
+    /// A device computed it.
+    Done(Vec<Scalar>),
+    /// A higher priority took the device in the middle (the device is released).
+    Preempted,
+    /// No device for it (none held or free, too small, out of memory, or failed): the CPU's.
+    NotThere,
+}
+
 /// A device this prover holds: the lock, and the probe for higher requests.
 pub struct LockedKernel {
     device: &'static GpuDevice,
@@ -238,13 +249,8 @@ impl GpuClaim {
         self.inner.multiexp(bases, scalars, chunk_terms)
     }
 
-    /// The prover's quotient on a held device; `None` means "compute it on the CPU".
-    pub(crate) fn quotient(
-        &mut self,
-        a: &[Scalar],
-        b: &[Scalar],
-        c: &[Scalar],
-    ) -> Option<Vec<Scalar>> {
+    /// The prover's quotient on a held (or newly taken) device, or why not.
+    pub(crate) fn quotient(&mut self, a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> QuotientOnGpu {
         self.inner.quotient(a, b, c)
     }
 
@@ -683,11 +689,10 @@ impl ClaimInner {
         }
     }
 
-    /// The prover's quotient on a held (or newly taken) device; `None` means "compute it on the
-    /// CPU" (no device, small, preempted, or failed).
-    fn quotient(&self, a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Option<Vec<Scalar>> {
+    /// The prover's quotient on a held (or newly taken) device, or why not.
+    fn quotient(&self, a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> QuotientOnGpu {
         if a.len().next_power_of_two() < MIN_GPU_FFT {
-            return None;
+            return QuotientOnGpu::NotThere;
         }
         let mut held = std::mem::take(&mut *lock(&self.idle));
         if held.is_empty() {
@@ -696,23 +701,23 @@ impl ClaimInner {
         // A device without an FFT program still serves the multiexps: not a failure.
         let Some(at) = held.iter().position(|k| k.device.has_fft()) else {
             lock(&self.idle).extend(held);
-            return None;
+            return QuotientOnGpu::NotThere;
         };
         let k = held.remove(at);
         lock(&self.idle).extend(held);
         if k.should_yield() {
             self.release(k, true);
-            return None;
+            return QuotientOnGpu::Preempted;
         }
         match k.device.quotient(a, b, c, &|| k.should_yield()) {
             Ok(h) => {
                 self.shared().stats.fft_on_gpu = true;
                 lock(&self.idle).push(k);
-                Some(h)
+                QuotientOnGpu::Done(h)
             }
             Err(GpuError::Interrupted) => {
                 self.release(k, true);
-                None
+                QuotientOnGpu::Preempted
             }
             Err(e @ GpuError::OutOfMemory(_)) => {
                 // The quotient cannot be cut smaller: the CPU computes it; the device stays
@@ -720,11 +725,11 @@ impl ClaimInner {
                 log::info!("gpu: quotient on the CPU: {e}");
                 self.shared().stats.out_of_memory += 1;
                 lock(&self.idle).push(k);
-                None
+                QuotientOnGpu::NotThere
             }
             Err(e) => {
                 self.fail(k, &e);
-                None
+                QuotientOnGpu::NotThere
             }
         }
     }

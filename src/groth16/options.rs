@@ -124,6 +124,10 @@ pub struct ProofReport {
     pub total_chunks: u64,
     /// Whether the quotient's FFTs ran on a GPU.
     pub fft_on_gpu: bool,
+    /// Whether a higher priority interrupted the quotient on a device, so that the prover did
+    /// its other multiexps first and then offered the quotient to a device again (the CPU
+    /// computes it only if no device is free by then).
+    pub quotient_deferred: bool,
     /// Times this prover gave a device up to a higher priority.
     pub preemptions: u64,
     /// Times this prover took a device again after losing one to a higher priority.
@@ -166,10 +170,10 @@ impl ProofReport {
             .collect();
         format!(
             "{{\"priority\":\"{}\",\"total_ms\":{},\"gpu_chunks\":{},\"gpu_chunks_by_device\":{{{}}},\
-             \"cpu_chunks\":{},\"total_chunks\":{},\"fft_on_gpu\":{},\"preemptions\":{},\
-             \"returns_to_gpu\":{},\"wait_ms\":{},\"handover_ms\":{},\"yield_ms\":{},\
-             \"live_device_bytes_at_release\":{},\"peak_device_bytes\":{},\"gpu_failures\":{},\
-             \"out_of_memory\":{}}}",
+             \"cpu_chunks\":{},\"total_chunks\":{},\"fft_on_gpu\":{},\
+             \"quotient_deferred\":{},\"preemptions\":{},\"returns_to_gpu\":{},\"wait_ms\":{},\
+             \"handover_ms\":{},\"yield_ms\":{},\"live_device_bytes_at_release\":{},\
+             \"peak_device_bytes\":{},\"gpu_failures\":{},\"out_of_memory\":{}}}",
             self.priority,
             ms(self.total),
             self.gpu_chunks_total(),
@@ -177,6 +181,7 @@ impl ProofReport {
             self.cpu_chunks,
             self.total_chunks,
             self.fft_on_gpu,
+            self.quotient_deferred,
             self.preemptions,
             self.returns_to_gpu,
             ms(self.wait),
@@ -245,6 +250,10 @@ mod tests {
         );
         assert!(j.contains("\"handover_ms\":2.500,\"yield_ms\":null"), "{j}");
         assert!(j.contains("\"peak_device_bytes\":4096,"), "{j}");
+        assert!(
+            j.contains("\"fft_on_gpu\":false,\"quotient_deferred\":false,"),
+            "{j}"
+        );
         assert!(
             j.ends_with("\"gpu_failures\":0,\"out_of_memory\":0}"),
             "{j}"
