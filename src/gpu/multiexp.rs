@@ -29,9 +29,10 @@ pub trait GpuCurve: CurveAffine {
     const NAME: &'static str;
     /// 32-bit limbs of one coordinate (12 in `Fq`, 24 in `Fq2`).
     const COORD_LIMBS: usize;
-    /// Appends the 32-bit limbs of `x` then `y` in Montgomery form (R = 2^384, blst's form and
-    /// the device's), zeros for the identity.
-    fn push_coords(&self, out: &mut Vec<u32>);
+    /// Writes the `2 * COORD_LIMBS` 32-bit limbs of `x` then `y` in Montgomery form (R = 2^384,
+    /// blst's form and the device's), zeros for the identity, straight into `out` (the staging
+    /// memory: no intermediate vector, as this runs for every base of every call).
+    fn write_coords(&self, out: &mut [u32]);
     /// The point from canonical limbs of `x` and `y` (all zero for the identity).
     fn from_coords(limbs: &[u32]) -> Result<Self, GpuError>;
 }
@@ -52,10 +53,11 @@ impl GpuCurve for G1Affine {
     const NAME: &'static str = "G1";
     const COORD_LIMBS: usize = FQ_LIMBS;
 
-    fn push_coords(&self, out: &mut Vec<u32>) {
+    fn write_coords(&self, out: &mut [u32]) {
         let raw: &blst::blst_p1_affine = self.as_ref();
-        push_limbs(&raw.x.l, out);
-        push_limbs(&raw.y.l, out);
+        let (x, y) = out.split_at_mut(FQ_LIMBS);
+        write_limbs(&raw.x.l, x);
+        write_limbs(&raw.y.l, y);
     }
 
     fn from_coords(limbs: &[u32]) -> Result<Self, GpuError> {
@@ -74,10 +76,16 @@ impl GpuCurve for G2Affine {
     const NAME: &'static str = "G2";
     const COORD_LIMBS: usize = 2 * FQ_LIMBS;
 
-    fn push_coords(&self, out: &mut Vec<u32>) {
+    fn write_coords(&self, out: &mut [u32]) {
         let raw: &blst::blst_p2_affine = self.as_ref();
-        for fp in raw.x.fp.iter().chain(&raw.y.fp) {
-            push_limbs(&fp.l, out);
+        for (fp, part) in raw
+            .x
+            .fp
+            .iter()
+            .chain(&raw.y.fp)
+            .zip(out.chunks_exact_mut(FQ_LIMBS))
+        {
+            write_limbs(&fp.l, part);
         }
     }
 
@@ -249,13 +257,6 @@ pub struct MultiexpKernel {
     memory: DeviceMemory,
 }
 
-/// Appends 64-bit limbs as pairs of 32-bit ones, low half first.
-fn push_limbs(limbs: &[u64], out: &mut Vec<u32>) {
-    let at = out.len();
-    out.resize(at + 2 * limbs.len(), 0);
-    write_limbs(limbs, &mut out[at..]);
-}
-
 impl MultiexpKernel {
     /// The multiexp kernels for `device`: builds (or takes from the caches) the G1 and G2
     /// programs, side by side, so that a device that cannot build them fails here and the first
@@ -416,12 +417,9 @@ impl MultiexpKernel {
                 n * affine_limbs,
                 affine_limbs,
                 &|start, out| {
-                    let mut v = Vec::with_capacity(affine_limbs);
                     let first = start / affine_limbs;
                     for (slot, b) in out.chunks_exact_mut(affine_limbs).zip(&bases[first..]) {
-                        v.clear();
-                        b.push_coords(&mut v);
-                        slot.copy_from_slice(&v);
+                        b.write_coords(slot);
                     }
                 },
                 interrupt,
