@@ -7,9 +7,10 @@ use ff::{Field, PrimeField};
 use preemptible_groth16::domain::EvaluationDomain;
 mod gpu_common;
 
-use preemptible_groth16::gpu::FftKernel;
+use preemptible_groth16::gpu::{FftKernel, GpuError};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn kernel() -> FftKernel {
     FftKernel::new(&gpu_common::any_device()).expect("build the FFT program")
@@ -104,5 +105,39 @@ fn gpu_quotient_equals_cpu() {
         let (a, b, c) = (random(len), random(len), random(len));
         let h = k.quotient(&a, &b, &c).unwrap();
         assert_eq!(h, cpu_quotient(&a, &b, &c), "quotient of {len} values");
+    }
+}
+
+#[test]
+fn an_interrupted_quotient_stops_and_frees_its_device_memory() {
+    let k = kernel();
+    let rng = &mut ChaCha20Rng::seed_from_u64(44);
+    let mut random =
+        |len: usize| -> Vec<Scalar> { (0..len).map(|_| Scalar::random(&mut *rng)).collect() };
+    let (a, b, c) = (random(4096), random(4096), random(4096));
+    // Probes of an uninterrupted run: at least one per kernel launch and per transfer slot.
+    let probes = AtomicUsize::new(0);
+    let h = k
+        .quotient_interruptible(&a, &b, &c, &|| {
+            probes.fetch_add(1, Ordering::Relaxed);
+            false
+        })
+        .unwrap();
+    assert_eq!(h, cpu_quotient(&a, &b, &c));
+    let total = probes.load(Ordering::Relaxed);
+    eprintln!("{total} probes");
+    // Every launch and slot probes (over 60 for this size), whatever the timing; the waits add
+    // more when a kernel is slow. Asked at any of the first 60, it stops, with no device memory
+    // left.
+    assert!(total >= 60, "{total} probes");
+    for at in (0..60).step_by(3) {
+        let seen = AtomicUsize::new(0);
+        let result =
+            k.quotient_interruptible(&a, &b, &c, &|| seen.fetch_add(1, Ordering::Relaxed) >= at);
+        assert!(
+            matches!(result, Err(GpuError::Interrupted)),
+            "asked at probe {at} of {total}: {result:?}"
+        );
+        assert_eq!(k.live_device_bytes(), 0, "asked at probe {at}");
     }
 }

@@ -188,7 +188,7 @@ impl Staging {
                 return Err(GpuError::Interrupted);
             }
             if let Some(done) = pending[half].take() {
-                done.wait_for()?;
+                wait_interruptible(queue, &done, interrupt)?;
             }
             let range = slot_range(self.slot, half, end - start);
             fill_in_parts(start, &mut self.map[range.clone()], unit, fill);
@@ -208,7 +208,7 @@ impl Staging {
             pending[half] = Some(event);
         }
         for done in pending.into_iter().flatten() {
-            done.wait_for()?;
+            wait_interruptible(queue, &done, interrupt)?;
         }
         Ok(())
     }
@@ -275,7 +275,7 @@ impl Staging {
                 next = Some(enqueue(&mut self.map, i + 1)?);
             }
             if let Some(done) = done {
-                done.wait_for()?;
+                wait_interruptible(queue, &done, interrupt)?;
             }
             let end = (start + piece).min(len);
             let half = i % 2;
@@ -288,6 +288,43 @@ impl Staging {
 /// The first `len` values of slot `half` (0 or 1) of a staging buffer with slots of `slot`.
 fn slot_range(slot: usize, half: usize, len: usize) -> std::ops::Range<usize> {
     half * slot..half * slot + len
+}
+
+/// How often [`wait_interruptible`] asks its `interrupt`, and how long it sleeps between looks
+/// at the event.
+const PROBE_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
+const POLL_EVERY: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// Waits for `event`, asking `interrupt` about every millisecond. A transfer on an in-order queue
+/// waits for every kernel enqueued before it, hundreds of milliseconds at 2^24 (the quotient of a
+/// 2^24 proof went 0.8 s without a probe while a slot waited, H200, fifth session), and a prover
+/// asked to give the device up must see the request meanwhile. The queue is flushed first, so
+/// that the event gets to run while we look at it.
+pub(crate) fn wait_interruptible(
+    queue: &ocl::Queue,
+    event: &ocl::Event,
+    interrupt: &dyn Fn() -> bool,
+) -> Result<(), GpuError> {
+    use ocl::enums::{CommandExecutionStatus, EventInfo, EventInfoResult};
+    queue.flush()?;
+    let mut probed = std::time::Instant::now();
+    loop {
+        match event.info(EventInfo::CommandExecutionStatus) {
+            Ok(EventInfoResult::CommandExecutionStatus(CommandExecutionStatus::Complete)) => {
+                return Ok(())
+            }
+            Ok(EventInfoResult::CommandExecutionStatus(_)) => {}
+            // A failed command (a negative status) or a failed query: the blocking wait reports it.
+            _ => return Ok(event.wait_for()?),
+        }
+        if probed.elapsed() >= PROBE_EVERY {
+            if interrupt() {
+                return Err(GpuError::Interrupted);
+            }
+            probed = std::time::Instant::now();
+        }
+        std::thread::sleep(POLL_EVERY);
+    }
 }
 
 /// Ends a transfer: after an error, transfers still on the bus use the slots, so they are let

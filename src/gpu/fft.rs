@@ -8,7 +8,7 @@
 //! one multiplication each (blstrs keeps its limbs private, and this layer does without
 //! reinterpreting them).
 
-use super::buffer::{write_limbs, DeviceMemory, TrackedBuffer};
+use super::buffer::{wait_interruptible, write_limbs, DeviceMemory, TrackedBuffer};
 use super::device::Device;
 use super::error::GpuError;
 use super::program::{build, BuiltProgram};
@@ -200,7 +200,7 @@ impl FftKernel {
         }
         let log_n = log_size(values.len())?;
         let data = self.upload(values, values.len(), &|| false)?;
-        self.apply(&data, log_n, omega, plan)?;
+        self.apply(&data, log_n, omega, plan, &|| false)?;
         self.download(&data, values, &|| false)
     }
 
@@ -211,16 +211,17 @@ impl FftKernel {
         log_n: u32,
         omega: Scalar,
         plan: Plan,
+        interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
         if let Some(g) = plan.before {
-            self.distribute_powers(data, log_n, g)?;
+            self.distribute_powers(data, log_n, g, interrupt)?;
         }
-        self.transform(data, log_n, omega)?;
+        self.transform(data, log_n, omega, interrupt)?;
         if let Some(c) = plan.scale {
-            self.scale(data, 1 << log_n, c)?;
+            self.scale(data, 1 << log_n, c, interrupt)?;
         }
         if let Some(g) = plan.after {
-            self.distribute_powers(data, log_n, g)?;
+            self.distribute_powers(data, log_n, g, interrupt)?;
         }
         Ok(())
     }
@@ -275,9 +276,8 @@ impl FftKernel {
                 scale: Some(n_inv),
                 after: Some(g),
             };
-            self.apply(&data, log_n, omega_inv, to_coset)?;
-            check()?;
-            self.transform(&data, log_n, omega)?;
+            self.apply(&data, log_n, omega_inv, to_coset, interrupt)?;
+            self.transform(&data, log_n, omega, interrupt)?;
             device.push(data);
         }
         let z = self.upload(&[z_inv], 1, interrupt)?;
@@ -290,7 +290,7 @@ impl FftKernel {
             .arg(&*z)
             .arg(n as u32)
             .build()?;
-        launch(&kernel)?;
+        self.launch(&kernel, interrupt)?;
         let h = device.swap_remove(0);
         drop(device);
         check()?;
@@ -299,9 +299,11 @@ impl FftKernel {
             scale: Some(n_inv),
             after: Some(g_inv),
         };
-        self.apply(&h, log_n, omega_inv, from_coset)?;
-        let mut out = vec![Scalar::ZERO; n];
-        self.download(&h, &mut out, interrupt)?;
+        self.apply(&h, log_n, omega_inv, from_coset, interrupt)?;
+        // Zeroed (written) a slot at a time by the download, between its probes: at 2^24 the
+        // 512 MiB written in one go was a long stretch without one.
+        let mut out = Vec::with_capacity(n);
+        self.download_into(&h, n, &mut out, interrupt)?;
         out.truncate(n - 1);
         Ok(out)
     }
@@ -319,7 +321,7 @@ impl FftKernel {
         for _ in 0..reps.max(1) {
             self.program.queue.finish()?;
             let t = std::time::Instant::now();
-            self.transform(&data, log_n, omega)?;
+            self.transform(&data, log_n, omega, &|| false)?;
             self.program.queue.finish()?;
             best = best.min(t.elapsed().as_secs_f64());
         }
@@ -375,8 +377,38 @@ impl FftKernel {
         })
     }
 
+    /// The first `len` values of `data`, appended to `values` a slot at a time.
+    fn download_into(
+        &self,
+        data: &DeviceValues,
+        len: usize,
+        values: &mut Vec<Scalar>,
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<(), GpuError> {
+        let q = &self.program.queue;
+        self.program.with_staging(|staging| {
+            staging.download(
+                q,
+                data,
+                len * LIMBS,
+                LIMBS,
+                &mut |_, limbs| {
+                    let at = values.len();
+                    values.resize(at + limbs.len() / LIMBS, Scalar::ZERO);
+                    from_device(limbs, &mut values[at..])
+                },
+                interrupt,
+            )
+        })
+    }
+
     /// `x^e` for `e < 2^bits` as split tables on the device.
-    fn power_table(&self, x: Scalar, bits: u32) -> Result<PowerTable<'_>, GpuError> {
+    fn power_table(
+        &self,
+        x: Scalar,
+        bits: u32,
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<PowerTable<'_>, GpuError> {
         let lo_bits = bits.div_ceil(2);
         let powers = |base: Scalar, count: usize| {
             let mut v = Vec::with_capacity(count);
@@ -390,14 +422,20 @@ impl FftKernel {
         let lo = powers(x, 1 << lo_bits);
         let hi = powers(x.pow_vartime([1u64 << lo_bits]), 1 << (bits - lo_bits));
         Ok(PowerTable {
-            lo: self.upload(&lo, lo.len(), &|| false)?,
-            hi: self.upload(&hi, hi.len(), &|| false)?,
+            lo: self.upload(&lo, lo.len(), interrupt)?,
+            hi: self.upload(&hi, hi.len(), interrupt)?,
             lo_bits,
         })
     }
 
     /// The transform in place, for a domain generated by `omega`, without scaling.
-    fn transform(&self, data: &DeviceValues, log_n: u32, omega: Scalar) -> Result<(), GpuError> {
+    fn transform(
+        &self,
+        data: &DeviceValues,
+        log_n: u32,
+        omega: Scalar,
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<(), GpuError> {
         if log_n == 0 {
             return Ok(());
         }
@@ -407,8 +445,8 @@ impl FftKernel {
             .arg(&**data)
             .arg(log_n)
             .build()?;
-        launch(&kernel)?;
-        let twiddles = self.power_table(omega, log_n - 1)?;
+        self.launch(&kernel, interrupt)?;
+        let twiddles = self.power_table(omega, log_n - 1, interrupt)?;
         let mut first = 0;
         while first < log_n {
             let deg = self.max_deg.min(log_n - first);
@@ -422,21 +460,27 @@ impl FftKernel {
                 .arg(first)
                 .arg(deg)
                 .build()?;
-            launch(&kernel)?;
+            self.launch(&kernel, interrupt)?;
             first += deg;
         }
         Ok(())
     }
 
-    fn scale(&self, data: &DeviceValues, n: usize, c: Scalar) -> Result<(), GpuError> {
-        let constant = self.upload(&[c], 1, &|| false)?;
+    fn scale(
+        &self,
+        data: &DeviceValues,
+        n: usize,
+        c: Scalar,
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<(), GpuError> {
+        let constant = self.upload(&[c], 1, interrupt)?;
         let kernel = self
             .kernel("Fr_scale", n, None)?
             .arg(&**data)
             .arg(&*constant)
             .arg(n as u32)
             .build()?;
-        launch(&kernel)
+        self.launch(&kernel, interrupt)
     }
 
     /// `a[i] *= g^i`.
@@ -445,9 +489,10 @@ impl FftKernel {
         data: &DeviceValues,
         log_n: u32,
         g: Scalar,
+        interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
         let n = 1usize << log_n;
-        let table = self.power_table(g, log_n)?;
+        let table = self.power_table(g, log_n, interrupt)?;
         let kernel = self
             .kernel("Fr_distribute_powers", n, None)?
             .arg(&**data)
@@ -456,7 +501,24 @@ impl FftKernel {
             .arg(table.lo_bits)
             .arg(n as u32)
             .build()?;
-        launch(&kernel)
+        self.launch(&kernel, interrupt)
+    }
+
+    /// Enqueues `kernel` and waits for it, asking `interrupt` meanwhile and once more after it:
+    /// at most one kernel (a pass of up to eight rounds, tens of milliseconds at 2^24) stands
+    /// between a request and the release. When asked, it lets the kernel finish (it uses our
+    /// buffers) and returns [`GpuError::Interrupted`].
+    fn launch(&self, kernel: &ocl::Kernel, interrupt: &dyn Fn() -> bool) -> Result<(), GpuError> {
+        let q = &self.program.queue;
+        let done = enqueue(kernel)?;
+        if let Err(e) = wait_interruptible(q, &done, interrupt) {
+            let _ = q.finish();
+            return Err(e);
+        }
+        if interrupt() {
+            return Err(GpuError::Interrupted);
+        }
+        Ok(())
     }
 
     fn kernel(
@@ -494,14 +556,15 @@ fn log_size(n: usize) -> Result<u32, GpuError> {
     Ok(n.trailing_zeros())
 }
 
-/// Enqueues a kernel built by this module.
+/// Enqueues a kernel built by this module; the event says when it is done.
 #[allow(unsafe_code)]
-fn launch(kernel: &ocl::Kernel) -> Result<(), GpuError> {
+fn enqueue(kernel: &ocl::Kernel) -> Result<ocl::Event, GpuError> {
     // SAFETY: every kernel of fft.cl bounds-checks its work-item index against the size argument
     // it is given, or (radix_rounds) is launched with n / 2 items in groups of 2^(deg - 1) over a
     // buffer of n values; the callers size each buffer for that many elements (n values, the
     // power tables' 2^lo_bits and 2^(bits - lo_bits) entries, one constant) with the argument
     // types of the kernel's signature.
-    unsafe { kernel.enq()? };
-    Ok(())
+    let mut done = ocl::Event::empty();
+    unsafe { kernel.cmd().enew(&mut done).enq()? };
+    Ok(done)
 }
