@@ -50,6 +50,8 @@ pub(crate) enum QuotientOnGpu {
     Done(Vec<Scalar>),
     /// A higher priority took the device in the middle (the device is released).
     Preempted,
+    /// Every device that could run it is held by another prover now.
+    Busy,
     /// No device for it (none held or free, too small, out of memory, or failed): the CPU's.
     NotThere,
 }
@@ -701,7 +703,16 @@ impl ClaimInner {
         // A device without an FFT program still serves the multiexps: not a failure.
         let Some(at) = held.iter().position(|k| k.device.has_fft()) else {
             lock(&self.idle).extend(held);
-            return QuotientOnGpu::NotThere;
+            let s = self.shared();
+            let usable = self
+                .devices
+                .iter()
+                .any(|d| d.has_fft() && !s.failed.contains(&d.id) && !s.holding.contains(&d.id));
+            return if usable {
+                QuotientOnGpu::Busy
+            } else {
+                QuotientOnGpu::NotThere
+            };
         };
         let k = held.remove(at);
         lock(&self.idle).extend(held);
