@@ -204,7 +204,7 @@ const QUOTIENT_WAIT_PER_VALUE: Duration = Duration::from_nanos(500);
 const QUOTIENT_RETRY_SLEEP: Duration = Duration::from_millis(4);
 
 /// The quotient polynomial's coefficients, or the evaluations it is made from when it was put
-/// off ([`Work::quotient`]).
+/// off ([`Work::quotient_or_defer`]).
 enum Quotient {
     Done(Vec<Scalar>),
     #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
@@ -275,8 +275,8 @@ impl Work {
         crate::domain::quotient(a, b, c)
     }
 
-    /// [`Work::quotient`], except that a quotient that a higher priority interrupts on the
-    /// device comes back [`Quotient::Deferred`] instead of going to the CPU at once. The CPU's
+    /// The quotient on a device, else on the CPU; but a quotient that a higher priority
+    /// interrupts on the device comes back [`Quotient::Deferred`] instead of going to the CPU. The CPU's
     /// FFTs are an order of magnitude slower than the device's (23 s against 1.5 s at 2^24
     /// constraints on the H200 host), so the prover does its other multiexps first (on the CPU,
     /// and on the device again once the higher proof is done) and then offers the quotient to
