@@ -113,32 +113,37 @@ fn wait_for_holder(device: &str, priority: Priority) {
     }
 }
 
-#[test]
-fn a_high_prover_takes_the_device_within_a_chunk_and_the_low_one_returns() {
-    let _g = setup("handover");
-    let (long, short) = long_and_short();
-    assert_eq!(device_ids(), ["fake-0", "fake-1"]);
+/// A low prover of `long` on fake-0 and, 50 ms after it holds the device, a high one of `short`;
+/// their reports.
+fn low_then_high(long: &Setup, short: &Setup) -> (ProofReport, ProofReport) {
     std::thread::scope(|s| {
         let low = s.spawn(|| prove(long, &options(Priority::Low, Some("fake-0"))));
         wait_for_holder("fake-0", Priority::Low);
         std::thread::sleep(Duration::from_millis(50));
         let high = prove(short, &options(Priority::High, Some("fake-0")));
-        let low = low.join().unwrap();
+        (low.join().unwrap(), high)
+    })
+}
 
-        // 1. The high prover got the device within about one chunk of the holder (16 ms).
-        let handover = high.handover.expect("the high prover asked a lower holder");
-        assert!(handover < Duration::from_millis(500), "{high:?}");
-        assert!(high.gpu_chunks_total() > 0 && high.fft_on_gpu, "{high:?}");
-        assert_eq!(high.preemptions, 0);
-        // ... and the low one freed all its device memory before releasing it.
-        assert!(low.preemptions >= 1, "{low:?}");
-        assert_eq!(low.live_device_bytes_at_release, 0, "{low:?}");
-        assert!(low.yield_latency.unwrap() < Duration::from_millis(500));
-        // 2. The low prover went on without recomputing (checked in `prove`), partly on the CPU.
-        assert!(low.cpu_chunks > 0, "{low:?}");
-        // 3. When the device was free again it came back to it.
-        assert!(low.returns_to_gpu >= 1, "{low:?}");
-    });
+#[test]
+fn a_high_prover_takes_the_device_within_a_chunk_and_the_low_one_returns() {
+    let _g = setup("handover");
+    let (long, short) = long_and_short();
+    assert_eq!(device_ids(), ["fake-0", "fake-1"]);
+    let (low, high) = low_then_high(long, short);
+    // 1. The high prover got the device within about one chunk of the holder (16 ms).
+    let handover = high.handover.expect("the high prover asked a lower holder");
+    assert!(handover < Duration::from_millis(500), "{high:?}");
+    assert!(high.gpu_chunks_total() > 0 && high.fft_on_gpu, "{high:?}");
+    assert_eq!(high.preemptions, 0);
+    // ... and the low one freed all its device memory before releasing it.
+    assert!(low.preemptions >= 1, "{low:?}");
+    assert_eq!(low.live_device_bytes_at_release, 0, "{low:?}");
+    assert!(low.yield_latency.unwrap() < Duration::from_millis(500));
+    // 2. The low prover went on without recomputing (checked in `prove`), partly on the CPU.
+    assert!(low.cpu_chunks > 0, "{low:?}");
+    // 3. When the device was free again it came back to it.
+    assert!(low.returns_to_gpu >= 1, "{low:?}");
 }
 
 #[test]
@@ -155,22 +160,15 @@ fn a_quotient_interrupted_on_the_device_is_put_off_and_done_there_later() {
     }
     let _restore = Restore;
     set_quotient_ns_per_value(20_000);
-    std::thread::scope(|s| {
-        let low = s.spawn(|| prove(long, &options(Priority::Low, Some("fake-0"))));
-        wait_for_holder("fake-0", Priority::Low);
-        std::thread::sleep(Duration::from_millis(50));
-        let high = prove(short, &options(Priority::High, Some("fake-0")));
-        let low = low.join().unwrap();
-
-        assert!(high.fft_on_gpu && high.handover.is_some(), "{high:?}");
-        assert!(!high.quotient_deferred, "{high:?}");
-        // The low prover lost the device inside its quotient and did not hand the quotient to
-        // the CPU: it did its other multiexps first (partly on the CPU) ...
-        assert!(low.preemptions >= 1 && low.quotient_deferred, "{low:?}");
-        assert!(low.cpu_chunks > 0, "{low:?}");
-        // ... and by then the device was free again and computed it.
-        assert!(low.returns_to_gpu >= 1 && low.fft_on_gpu, "{low:?}");
-    });
+    let (low, high) = low_then_high(long, short);
+    assert!(high.fft_on_gpu && high.handover.is_some(), "{high:?}");
+    assert!(!high.quotient_deferred, "{high:?}");
+    // The low prover lost the device inside its quotient and did not hand the quotient to
+    // the CPU: it did its other multiexps first (partly on the CPU) ...
+    assert!(low.preemptions >= 1 && low.quotient_deferred, "{low:?}");
+    assert!(low.cpu_chunks > 0, "{low:?}");
+    // ... and by then the device was free again and computed it.
+    assert!(low.returns_to_gpu >= 1 && low.fft_on_gpu, "{low:?}");
 }
 
 #[test]

@@ -355,25 +355,15 @@ impl FftKernel {
         Ok(data)
     }
 
+    /// Reads `values.len()` values of `data` into `values`.
     fn download(
         &self,
         data: &DeviceValues,
         values: &mut [Scalar],
         interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
-        let q = &self.program.queue;
-        self.program.with_staging(|staging| {
-            staging.download(
-                q,
-                data,
-                values.len() * LIMBS,
-                LIMBS,
-                &mut |start, limbs| {
-                    let first = start / LIMBS;
-                    from_device(limbs, &mut values[first..first + limbs.len() / LIMBS])
-                },
-                interrupt,
-            )
+        self.download_with(data, values.len(), interrupt, &mut |first, limbs| {
+            from_device(limbs, &mut values[first..first + limbs.len() / LIMBS])
         })
     }
 
@@ -385,6 +375,22 @@ impl FftKernel {
         values: &mut Vec<Scalar>,
         interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
+        self.download_with(data, len, interrupt, &mut |_, limbs| {
+            let at = values.len();
+            values.resize(at + limbs.len() / LIMBS, Scalar::ZERO);
+            from_device(limbs, &mut values[at..])
+        })
+    }
+
+    /// Reads the first `len` values of `data` through the staging memory, handing each slot's
+    /// limbs to `take(first value, limbs)`.
+    fn download_with(
+        &self,
+        data: &DeviceValues,
+        len: usize,
+        interrupt: &dyn Fn() -> bool,
+        take: &mut dyn FnMut(usize, &[u32]) -> Result<(), GpuError>,
+    ) -> Result<(), GpuError> {
         let q = &self.program.queue;
         self.program.with_staging(|staging| {
             staging.download(
@@ -392,11 +398,7 @@ impl FftKernel {
                 data,
                 len * LIMBS,
                 LIMBS,
-                &mut |_, limbs| {
-                    let at = values.len();
-                    values.resize(at + limbs.len() / LIMBS, Scalar::ZERO);
-                    from_device(limbs, &mut values[at..])
-                },
+                &mut |start, limbs| take(start / LIMBS, limbs),
                 interrupt,
             )
         })
