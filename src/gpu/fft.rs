@@ -8,7 +8,7 @@
 //! one multiplication each (blstrs keeps its limbs private, and this layer does without
 //! reinterpreting them).
 
-use super::buffer::{wait_interruptible, write_limbs, DeviceMemory, TrackedBuffer};
+use super::buffer::{wait_interruptible, write_limbs, DeviceMemory, Take, TrackedBuffer};
 use super::device::Device;
 use super::error::GpuError;
 use super::program::{build, BuiltProgram};
@@ -389,7 +389,7 @@ impl FftKernel {
         data: &DeviceValues,
         len: usize,
         interrupt: &dyn Fn() -> bool,
-        take: &mut dyn FnMut(usize, &[u32]) -> Result<(), GpuError>,
+        take: &mut Take<'_>,
     ) -> Result<(), GpuError> {
         let q = &self.program.queue;
         self.program.with_staging(|staging| {
