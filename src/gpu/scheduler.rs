@@ -183,19 +183,6 @@ fn learned_batches() -> MutexGuard<'static, HashMap<(String, &'static str), usiz
     lock(BATCHES.get_or_init(Default::default))
 }
 
-/// Speeds measured in this process, in terms per second, by (device id or [`CPU_RATE_KEY`],
-/// group): a claim starts with them, so that a proof's first multiexp does not hand the CPU a
-/// chunk the device would have finished sooner (at 2^16 that chunk was the last to finish, 15 of
-/// the H query's 50 ms on the H200).
-fn learned_rates() -> MutexGuard<'static, HashMap<(String, &'static str), f64>> {
-    static RATES: std::sync::OnceLock<Mutex<HashMap<(String, &'static str), f64>>> =
-        std::sync::OnceLock::new();
-    lock(RATES.get_or_init(Default::default))
-}
-
-/// The key of the CPU's speed in [`learned_rates`] (device ids are `pci-...` or `fake-...`).
-const CPU_RATE_KEY: &str = "cpu";
-
 /// The CPU takes a chunk only while more than this many per running device worker are queued.
 const CPU_SHARE_GUARD: usize = 2;
 /// Sleep of the CPU side while the devices finish the last chunks (it also tries to take
@@ -555,10 +542,7 @@ impl ClaimInner {
                         s.stats.cpu_chunks += 1;
                         let seconds = started.elapsed().as_secs_f64();
                         if seconds > 0.0 {
-                            let rate = terms as f64 / seconds;
-                            s.cpu_rate.insert(G::NAME, rate);
-                            drop(s);
-                            learned_rates().insert((CPU_RATE_KEY.to_string(), G::NAME), rate);
+                            s.cpu_rate.insert(G::NAME, terms as f64 / seconds);
                         }
                     }
                     None => std::thread::sleep(CPU_IDLE_STEP),
@@ -584,30 +568,17 @@ impl ClaimInner {
         sum.into_inner().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The measured speeds for `group`, in terms per second: the fastest device's and the CPU's,
-    /// from this claim, else from earlier claims of this process (`None` until each has run).
+    /// The measured speeds for `group`, in terms per second: the fastest device's and the CPU's
+    /// (`None` until each has run once in this claim).
     fn rates(&self, group: &'static str) -> (Option<f64>, Option<f64>) {
-        let (mut device, mut cpu) = {
-            let s = self.shared();
-            let device = s
-                .gpu_rate
-                .iter()
-                .filter(|((_, g), _)| *g == group)
-                .map(|(_, rate)| *rate)
-                .reduce(f64::max);
-            (device, s.cpu_rate.get(group).copied())
-        };
-        if device.is_none() || cpu.is_none() {
-            let learned = learned_rates();
-            device = device.or_else(|| {
-                self.devices
-                    .iter()
-                    .filter_map(|d| learned.get(&(d.id.clone(), group)).copied())
-                    .reduce(f64::max)
-            });
-            cpu = cpu.or_else(|| learned.get(&(CPU_RATE_KEY.to_string(), group)).copied());
-        }
-        (device, cpu)
+        let s = self.shared();
+        let device = s
+            .gpu_rate
+            .iter()
+            .filter(|((_, g), _)| *g == group)
+            .map(|(_, rate)| *rate)
+            .reduce(f64::max);
+        (device, s.cpu_rate.get(group).copied())
     }
 
     /// Takes chunks from the front until the queue is empty (keeps the device) or a higher
@@ -678,9 +649,8 @@ impl ClaimInner {
                     let elapsed = started.elapsed();
                     let mut s = self.shared();
                     if !elapsed.is_zero() {
-                        let rate = range.len() as f64 / elapsed.as_secs_f64();
-                        s.gpu_rate.insert(key.clone(), rate);
-                        learned_rates().insert(key.clone(), rate);
+                        s.gpu_rate
+                            .insert(key.clone(), range.len() as f64 / elapsed.as_secs_f64());
                     }
                     let cap = s.batch_cap.get(&key).copied();
                     drop(s);
