@@ -290,16 +290,16 @@ fn slot_range(slot: usize, half: usize, len: usize) -> std::ops::Range<usize> {
     half * slot..half * slot + len
 }
 
-/// How often [`wait_interruptible`] asks its `interrupt`, and how long it sleeps between looks
-/// at the event.
+/// How often [`wait_interruptible`] asks its `interrupt`.
 const PROBE_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
-const POLL_EVERY: std::time::Duration = std::time::Duration::from_micros(100);
 
 /// Waits for `event`, asking `interrupt` about every millisecond. A transfer on an in-order queue
 /// waits for every kernel enqueued before it, hundreds of milliseconds at 2^24 (the quotient of a
 /// 2^24 proof went 0.8 s without a probe while a slot waited, H200, fifth session), and a prover
 /// asked to give the device up must see the request meanwhile. The queue is flushed first, so
-/// that the event gets to run while we look at it.
+/// that the event gets to run while we look at it. It spins rather than sleeps between looks, as
+/// the driver's own blocking wait does: a thread that sleeps while the CPU's share of a multiexp
+/// keeps every core busy wakes late, and the device idles meanwhile.
 pub(crate) fn wait_interruptible(
     queue: &ocl::Queue,
     event: &ocl::Event,
@@ -323,7 +323,9 @@ pub(crate) fn wait_interruptible(
             }
             probed = std::time::Instant::now();
         }
-        std::thread::sleep(POLL_EVERY);
+        for _ in 0..64 {
+            std::hint::spin_loop();
+        }
     }
 }
 
