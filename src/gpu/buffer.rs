@@ -408,6 +408,28 @@ mod tests {
     /// Many pieces through two small slots (of 40 values, pieces of 5 units of 8, and a short
     /// last piece) arrive whole and in place, both ways.
     #[test]
+    fn an_interruptible_wait_asks_while_it_waits_and_ends_with_its_event() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let q = queue();
+        // A user event: incomplete until the host says otherwise.
+        let event = ocl::Event::user(&q.context()).expect("user event");
+        let asked = AtomicUsize::new(0);
+        let started = std::time::Instant::now();
+        let waited = wait_interruptible(&q, &event, &|| asked.fetch_add(1, Ordering::Relaxed) >= 3);
+        assert!(matches!(waited, Err(GpuError::Interrupted)), "{waited:?}");
+        assert_eq!(asked.load(Ordering::Relaxed), 4);
+        // A probe about every millisecond, not a busy stream of them.
+        assert!(
+            started.elapsed() >= 3 * PROBE_EVERY,
+            "{:?}",
+            started.elapsed()
+        );
+        ocl::core::set_user_event_status(&event, ocl::core::CommandExecutionStatus::Complete)
+            .expect("complete the user event");
+        wait_interruptible(&q, &event, &|| panic!("a done event needs no probe")).unwrap();
+    }
+
+    #[test]
     fn transfers_through_small_slots_arrive_in_place() {
         let q = queue();
         let memory = DeviceMemory::default();
