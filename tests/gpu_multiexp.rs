@@ -62,8 +62,8 @@ fn gpu_g1_multiexp_equals_cpu() {
 #[test]
 fn gpu_multiexp_with_skewed_scalars_equals_cpu() {
     // Buckets far larger than a segment, folded in several passes (half the scalars are 1, a
-    // quarter share one value), all
-    // scalars zero (no bucket entries at all), and all scalars equal.
+    // quarter share one value), all scalars zero (no bucket entries at all), and all scalars
+    // equal.
     let k = kernel();
     let n = 20_000;
     let (bases, mut scalars) = inputs::<G1Projective>(n, 21);

@@ -100,7 +100,8 @@ impl GpuDevice {
         }
     }
 
-    /// The prover's quotient on this device; `interrupt` is asked between transforms.
+    /// The prover's quotient on this device; `interrupt` is asked around every kernel and
+    /// transfer ([`FftKernel::quotient_interruptible`]).
     pub(crate) fn quotient(
         &self,
         a: &[Scalar],

@@ -405,8 +405,6 @@ mod tests {
         ocl::Queue::new(&context, device.device, None).expect("queue")
     }
 
-    /// Many pieces through two small slots (of 40 values, pieces of 5 units of 8, and a short
-    /// last piece) arrive whole and in place, both ways.
     #[test]
     fn an_interruptible_wait_asks_while_it_waits_and_ends_with_its_event() {
         use std::sync::atomic::{AtomicUsize, Ordering};
@@ -429,6 +427,8 @@ mod tests {
         wait_interruptible(&q, &event, &|| panic!("a done event needs no probe")).unwrap();
     }
 
+    /// Many pieces through two small slots (of 40 values, pieces of 5 units of 8, and a short
+    /// last piece) arrive whole and in place, both ways.
     #[test]
     fn transfers_through_small_slots_arrive_in_place() {
         let q = queue();

@@ -240,8 +240,10 @@ impl FftKernel {
         self.quotient_interruptible(a, b, c, &|| false)
     }
 
-    /// [`FftKernel::quotient`] that asks `interrupt` before each transform and, when it says
-    /// yes, frees its buffers and returns [`GpuError::Interrupted`].
+    /// [`FftKernel::quotient`] that asks `interrupt` around every kernel (waiting for each before
+    /// the next is enqueued) and every transfer slot, and about every millisecond while it waits;
+    /// when it says yes, lets the running kernel finish, frees its buffers and returns
+    /// [`GpuError::Interrupted`].
     pub fn quotient_interruptible(
         &self,
         a: &[Scalar],

@@ -380,8 +380,11 @@ impl MultiexpKernel {
         let q = built.queue.clone();
         let p = &built.program;
         let memory = &self.memory;
+        // Asked before each launch. When asked, the kernels already enqueued are let finish
+        // (they use our buffers) before the buffers are dropped and the device is released.
         let check = || {
             if interrupt() {
+                let _ = q.finish();
                 Err(GpuError::Interrupted)
             } else {
                 Ok(())
@@ -501,6 +504,14 @@ impl MultiexpKernel {
         }
         let offsets_buf = upload_u32(&offsets)?;
         offsets_buf.copy(&*cursor, None, Some(bucket_count)).enq()?;
+        // The fold passes' tables go up now, while the queue is nearly empty: uploaded after the
+        // segments' launch, each would wait for that kernel.
+        let segment = Plan::segment(total);
+        let levels = fold_levels(&offsets, segment);
+        let tables = levels
+            .iter()
+            .map(|level| Ok((upload_u32(&level.ranges)?, upload_u32(&level.dest)?)))
+            .collect::<Result<Vec<_>, GpuError>>()?;
         mark("count")?;
 
         // 2. Sort the terms by bucket.
@@ -521,7 +532,6 @@ impl MultiexpKernel {
 
         // 3. Sum the buckets in segments of equal length, then fold the parts of the buckets that
         //    cross segments.
-        let segment = Plan::segment(total);
         let segments = total.div_ceil(segment);
         let bucket_sums = TrackedBuffer::new(&q, bucket_count * point_limbs, None, memory)?;
         let parts = TrackedBuffer::new(&q, 2 * segments * point_limbs, None, memory)?;
@@ -539,12 +549,9 @@ impl MultiexpKernel {
                 .build()?,
         )?;
         drop((bases_buf, entries, offsets_buf));
-        let levels = fold_levels(&offsets, segment);
         let mut input = parts;
-        for level in &levels {
+        for (level, (ranges, dest)) in levels.iter().zip(tables) {
             let jobs = level.dest.len();
-            let ranges = upload_u32(&level.ranges)?;
-            let dest = upload_u32(&level.dest)?;
             let output = if level.last {
                 None
             } else {

@@ -697,8 +697,9 @@ impl ClaimInner {
             return QuotientOnGpu::NotThere;
         }
         let mut held = std::mem::take(&mut *lock(&self.idle));
-        if held.is_empty() {
-            held = self.try_take();
+        if !held.iter().any(|k| k.device.has_fft()) {
+            // None held, or none that can run it: a free one that can is taken too.
+            held.extend(self.try_take());
         }
         // A device without an FFT program still serves the multiexps: not a failure.
         let Some(at) = held.iter().position(|k| k.device.has_fft()) else {

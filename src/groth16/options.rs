@@ -124,9 +124,10 @@ pub struct ProofReport {
     pub total_chunks: u64,
     /// Whether the quotient's FFTs ran on a GPU.
     pub fft_on_gpu: bool,
-    /// Whether a higher priority interrupted the quotient on a device, so that the prover did
-    /// its other multiexps first and then offered the quotient to a device again (the CPU
-    /// computes it only if no device is free by then).
+    /// Whether a higher priority interrupted the quotient on a device (or asked for the device
+    /// just before it started), so that the prover did its other multiexps first and then
+    /// offered the quotient to a device again, waiting for one for up to 0.5 us per value before
+    /// computing it on the CPU.
     pub quotient_deferred: bool,
     /// Times this prover gave a device up to a higher priority.
     pub preemptions: u64,

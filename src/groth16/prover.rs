@@ -253,7 +253,9 @@ impl Work {
         #[cfg(feature = "gpu")]
         if let Some(claim) = self.claim.as_mut() {
             use crate::gpu::scheduler::QuotientOnGpu;
-            let most = QUOTIENT_WAIT_PER_VALUE * a.len().max(1) as u32;
+            let most = Duration::from_nanos(
+                QUOTIENT_WAIT_PER_VALUE.as_nanos() as u64 * a.len().max(1) as u64,
+            );
             let started = Instant::now();
             loop {
                 match claim.quotient(&a, &b, &c) {

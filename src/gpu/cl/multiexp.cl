@@ -13,10 +13,10 @@
 //             identity in the last pass;
 //   reduce    per window, groups of buckets weighed by digit (running sums), then runs of groups
 //             added, so that few points go back to the host.
-// Every work-item does bounded work whatever the scalars are (equal scalars only lengthen the
-// fold of their bucket by one pass per factor of FOLD), unlike a bucket array per work-item. The idea of sorting by bucket
-// before accumulating is the one of the GPU multiexps in the ZPrize 2022 entries and sppark;
-// this code is our own.
+// Every work-item does bounded work whatever the scalars are (equal scalars only add fold passes,
+// one per factor of FOLD in their bucket's length), unlike a bucket array per work-item. The idea
+// of sorting by bucket before accumulating is the one of the GPU multiexps in the ZPrize 2022
+// entries and sppark; this code is our own.
 
 // Bits [start, start + len) of a 256-bit scalar in 8 little-endian limbs; bits past 255 are 0.
 uint PT(scalar_bits)(const uint *s, uint start, uint len) {
