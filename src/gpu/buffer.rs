@@ -290,8 +290,9 @@ fn slot_range(slot: usize, half: usize, len: usize) -> std::ops::Range<usize> {
     half * slot..half * slot + len
 }
 
-/// How often [`wait_interruptible`] asks its `interrupt`.
+/// How often [`wait_interruptible`] asks its `interrupt`, and looks at its event.
 const PROBE_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
+const LOOK_EVERY: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// Waits for `event`, asking `interrupt` about every millisecond. A transfer on an in-order queue
 /// waits for every kernel enqueued before it, hundreds of milliseconds at 2^24 (the quotient of a
@@ -323,7 +324,10 @@ pub(crate) fn wait_interruptible(
             }
             probed = std::time::Instant::now();
         }
-        for _ in 0..64 {
+        // Some microseconds between looks: each look is a driver call, and a tight stream of
+        // them would contend with the driver's own threads.
+        let next = std::time::Instant::now() + LOOK_EVERY;
+        while std::time::Instant::now() < next {
             std::hint::spin_loop();
         }
     }
