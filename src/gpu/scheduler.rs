@@ -52,7 +52,8 @@ pub(crate) enum QuotientOnGpu {
     Preempted,
     /// Every device that could run it is held by another prover now.
     Busy,
-    /// No device for it (none held or free, too small, out of memory, or failed): the CPU's.
+    /// No device will run it (too small, out of memory, failed, or none with an FFT program):
+    /// the CPU's.
     NotThere,
 }
 
