@@ -8,7 +8,7 @@ use ff::Field;
 use group::{Curve, Group};
 mod gpu_common;
 
-use preemptible_groth16::gpu::{multiexp_split, MultiexpKernel};
+use preemptible_groth16::gpu::{multiexp_split, GpuError, MultiexpKernel};
 use preemptible_groth16::multiexp::{multiexp, scalar_reprs};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -82,6 +82,41 @@ fn gpu_multiexp_with_skewed_scalars_equals_cpu() {
         let cpu = multiexp::<G1Affine>(&bases, &reprs).unwrap();
         let gpu = k.multiexp_g1(&bases, &reprs).unwrap();
         assert_eq!(gpu, cpu, "{what} scalars");
+    }
+}
+
+#[test]
+fn a_multiexp_in_many_launches_equals_cpu_and_stops_between_them_with_no_device_memory() {
+    // 4096 entries per launch: the bucket sums of 3000 terms (about 60 000 entries) take a dozen
+    // launches, each waited for, probing.
+    let k = kernel();
+    k.limit_launch_entries(4096);
+    let (bases, scalars) = inputs::<G1Projective>(3000, 31);
+    let reprs = scalar_reprs(&scalars);
+    let cpu = multiexp::<G1Affine>(&bases, &reprs).unwrap();
+    let probes = std::cell::Cell::new(0usize);
+    let whole = k.multiexp_interruptible::<G1Affine>(&bases, &reprs, &|| {
+        probes.set(probes.get() + 1);
+        false
+    });
+    assert_eq!(whole.unwrap(), cpu);
+    let total = probes.get();
+    assert!(total > 12, "{total} probes for a dozen launches");
+    // Interrupted at probes spread over the whole call: it stops, and holds no device memory.
+    for stop_at in (1..=total).step_by((total / 10).max(1)) {
+        let asked = std::cell::Cell::new(0usize);
+        let result = k.multiexp_interruptible::<G1Affine>(&bases, &reprs, &|| {
+            asked.set(asked.get() + 1);
+            asked.get() >= stop_at
+        });
+        match result {
+            Err(GpuError::Interrupted) => {}
+            // The waits' own probes come with time, so a run may ask fewer times than the first
+            // did; the probes before each launch always come, a dozen at least.
+            Ok(sum) => assert!(asked.get() < stop_at && stop_at > 12 && sum == cpu),
+            Err(e) => panic!("probe {stop_at}: {e}"),
+        }
+        assert_eq!(k.live_device_bytes(), 0, "probe {stop_at}");
     }
 }
 

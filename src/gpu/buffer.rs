@@ -335,7 +335,7 @@ pub(crate) fn wait_interruptible(
 
 /// Ends a transfer: after an error, transfers still on the bus use the slots, so they are let
 /// finish before anyone else uses them.
-fn settled(queue: &ocl::Queue, result: Result<(), GpuError>) -> Result<(), GpuError> {
+pub(crate) fn settled(queue: &ocl::Queue, result: Result<(), GpuError>) -> Result<(), GpuError> {
     if result.is_err() {
         let _ = queue.finish();
     }

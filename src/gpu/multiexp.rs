@@ -8,7 +8,7 @@
 //! which are the device's own form; the few result points come back as canonical affine
 //! coordinates and the host weighs and adds them.
 
-use super::buffer::{write_limbs, DeviceMemory, TrackedBuffer};
+use super::buffer::{settled, wait_interruptible, write_limbs, DeviceMemory, TrackedBuffer};
 use super::device::Device;
 use super::error::GpuError;
 use super::program::{build, BuiltProgram};
@@ -17,7 +17,7 @@ use crate::multiexp::{CurveAffine, ScalarRepr};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
 use group::prime::PrimeCurveAffine;
 use group::Group;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Limbs of an `Fq` element.
@@ -29,6 +29,10 @@ pub trait GpuCurve: CurveAffine {
     const NAME: &'static str;
     /// 32-bit limbs of one coordinate (12 in `Fq`, 24 in `Fq2`).
     const COORD_LIMBS: usize;
+    /// Bucket entries one launch of `msm_segments` sums: about 15 ms on the H200 (7.3 million G1
+    /// entries took 15 ms, 1.8 million G2 entries 13 ms, fifth session). The launches of a call are
+    /// waited for one by one, probing, so a higher priority waits for at most one of them.
+    const LAUNCH_ENTRIES: usize;
     /// Writes the `2 * COORD_LIMBS` 32-bit limbs of `x` then `y` in Montgomery form (R = 2^384,
     /// blst's form and the device's), zeros for the identity, straight into `out` (the staging
     /// memory: no intermediate vector, as this runs for every base of every call).
@@ -52,6 +56,7 @@ fn not_on_curve() -> GpuError {
 impl GpuCurve for G1Affine {
     const NAME: &'static str = "G1";
     const COORD_LIMBS: usize = FQ_LIMBS;
+    const LAUNCH_ENTRIES: usize = 1 << 23;
 
     fn write_coords(&self, out: &mut [u32]) {
         let raw: &blst::blst_p1_affine = self.as_ref();
@@ -75,6 +80,7 @@ impl GpuCurve for G1Affine {
 impl GpuCurve for G2Affine {
     const NAME: &'static str = "G2";
     const COORD_LIMBS: usize = 2 * FQ_LIMBS;
+    const LAUNCH_ENTRIES: usize = 1 << 21;
 
     fn write_coords(&self, out: &mut [u32]) {
         let raw: &blst::blst_p2_affine = self.as_ref();
@@ -174,9 +180,10 @@ impl Plan {
         self.buckets() / self.group_len / self.run
     }
 
-    /// Segment length for `total` bucket entries: enough segments to fill a large GPU.
-    fn segment(total: usize) -> usize {
-        (total / TARGET_SEGMENTS)
+    /// Segment length for `total` bucket entries summed `per_launch` at a time: enough segments
+    /// in each launch to fill a large GPU.
+    fn segment(total: usize, per_launch: usize) -> usize {
+        (total.min(per_launch) / TARGET_SEGMENTS)
             .next_power_of_two()
             .clamp(16, MAX_SEGMENT)
     }
@@ -253,6 +260,8 @@ pub struct MultiexpKernel {
     device: Device,
     /// Test hook: fail every multiexp as a lost device would.
     fail: AtomicBool,
+    /// Test hook: bucket entries per `msm_segments` launch (0: the group's `LAUNCH_ENTRIES`).
+    launch_entries: AtomicUsize,
     /// This kernel's device buffers.
     memory: DeviceMemory,
 }
@@ -265,6 +274,7 @@ impl MultiexpKernel {
         let kernel = MultiexpKernel {
             device: device.clone(),
             fail: AtomicBool::new(false),
+            launch_entries: AtomicUsize::new(0),
             memory: DeviceMemory::default(),
         };
         std::thread::scope(|scope| {
@@ -277,13 +287,16 @@ impl MultiexpKernel {
     }
 
     /// Device memory a multiexp of `n` terms in the group of `G` needs at its peak, about: the
-    /// bases, scalars and bucket entries, and the bucket sums.
+    /// bases, scalars and bucket entries, the bucket sums and the segments' two parts each.
     pub fn device_bytes<G: GpuCurve>(n: usize) -> u64 {
         let plan = Plan::new(n);
         let point = 4 * 3 * G::COORD_LIMBS as u64;
+        let entries = n * plan.windows;
+        let segments = entries.div_ceil(Plan::segment(entries, G::LAUNCH_ENTRIES)) as u64;
         let n = n as u64;
         n * (4 * 2 * G::COORD_LIMBS as u64 + 32 + 4 * plan.windows as u64)
             + plan.bucket_count() as u64 * (point + 8)
+            + segments * 2 * point
     }
 
     /// Bytes of device memory held by multiexps running on this kernel now (0 between calls:
@@ -307,6 +320,13 @@ impl MultiexpKernel {
     #[doc(hidden)]
     pub fn inject_failures(&self, on: bool) {
         self.fail.store(on, Ordering::Relaxed);
+    }
+
+    /// Sums at most `entries` bucket entries per launch (0: the default), so that a test on a
+    /// small multiexp crosses many launches.
+    #[doc(hidden)]
+    pub fn limit_launch_entries(&self, entries: usize) {
+        self.launch_entries.store(entries, Ordering::Relaxed);
     }
 
     fn program(&self, group: &str) -> Result<Arc<BuiltProgram>, GpuError> {
@@ -506,7 +526,11 @@ impl MultiexpKernel {
         offsets_buf.copy(&*cursor, None, Some(bucket_count)).enq()?;
         // The fold passes' tables go up now, while the queue is nearly empty: uploaded after the
         // segments' launch, each would wait for that kernel.
-        let segment = Plan::segment(total);
+        let launch_entries = match self.launch_entries.load(Ordering::Relaxed) {
+            0 => G::LAUNCH_ENTRIES,
+            limit => limit,
+        };
+        let segment = Plan::segment(total, launch_entries);
         let levels = fold_levels(&offsets, segment);
         let tables = levels
             .iter()
@@ -535,19 +559,28 @@ impl MultiexpKernel {
         let segments = total.div_ceil(segment);
         let bucket_sums = TrackedBuffer::new(&q, bucket_count * point_limbs, None, memory)?;
         let parts = TrackedBuffer::new(&q, 2 * segments * point_limbs, None, memory)?;
-        check()?;
-        launch(
-            &kernel("msm_segments", segments)
-                .arg(&*bases_buf)
-                .arg(&*entries)
-                .arg(&*offsets_buf)
-                .arg(&*bucket_sums)
-                .arg(&*parts)
-                .arg(total as u32)
-                .arg(segment as u32)
-                .arg(bucket_count as u32)
-                .build()?,
-        )?;
+        // In launches of about `LAUNCH_ENTRIES` entries, each waited for (probing) before the
+        // next: a whole 2^20-term G2 call's sums are one long kernel a request would wait out.
+        let per_launch = (launch_entries / segment).max(1);
+        for first in (0..segments).step_by(per_launch) {
+            let end = (first + per_launch).min(segments);
+            check()?;
+            let done = enqueue(
+                &kernel("msm_segments", end - first)
+                    .arg(&*bases_buf)
+                    .arg(&*entries)
+                    .arg(&*offsets_buf)
+                    .arg(&*bucket_sums)
+                    .arg(&*parts)
+                    .arg(total as u32)
+                    .arg(segment as u32)
+                    .arg(bucket_count as u32)
+                    .arg(first as u32)
+                    .arg(end as u32)
+                    .build()?,
+            )?;
+            settled(&q, wait_interruptible(&q, &done, interrupt))?;
+        }
         drop((bases_buf, entries, offsets_buf));
         let mut input = parts;
         for (level, (ranges, dest)) in levels.iter().zip(tables) {
@@ -607,16 +640,17 @@ impl MultiexpKernel {
         };
         let affine = TrackedBuffer::new(&q, outputs * affine_limbs, None, memory)?;
         check()?;
-        launch(
+        let done = enqueue(
             &kernel("results_to_affine", outputs)
                 .arg(&*summed)
                 .arg(&*affine)
                 .arg(outputs as u32)
                 .build()?,
         )?;
+        // The folds and the weighing run meanwhile: waited for probing, the small read after.
+        settled(&q, wait_interruptible(&q, &done, interrupt))?;
         let mut out = vec![0u32; outputs * affine_limbs];
         affine.read(&mut out).queue(&q).enq()?;
-        q.finish()?;
         // Every device buffer is freed here, before the host's share of the work.
         drop((summed, affine));
         mark("weigh")?;
@@ -748,6 +782,15 @@ pub fn multiexp_split<G: GpuCurve>(
     Ok((sum, parts))
 }
 
+/// Enqueues a kernel built by this module; the event says when it is done.
+#[allow(unsafe_code)]
+fn enqueue(kernel: &ocl::Kernel) -> Result<ocl::Event, GpuError> {
+    let mut done = ocl::Event::empty();
+    // SAFETY: as for `launch`.
+    unsafe { kernel.cmd().enew(&mut done).enq()? };
+    Ok(done)
+}
+
 /// Enqueues a kernel built by this module.
 #[allow(unsafe_code)]
 fn launch(kernel: &ocl::Kernel) -> Result<(), GpuError> {
@@ -858,7 +901,9 @@ mod tests {
             assert!(plan.group_len <= 32 && plan.group_len.is_power_of_two());
             assert!(plan.outputs_per_window() >= 1);
         }
-        assert_eq!(Plan::segment(10), 16);
-        assert_eq!(Plan::segment(1 << 28), 512);
+        assert_eq!(Plan::segment(10, 1 << 23), 16);
+        // Each launch's share fills the device: 2^17 segments of 64 in 2^23 entries.
+        assert_eq!(Plan::segment(1 << 28, 1 << 23), 64);
+        assert_eq!(Plan::segment(1 << 28, 1 << 30), 512);
     }
 }

@@ -169,17 +169,42 @@ struct ClaimInner {
     stop: AtomicBool,
 }
 
-/// Device time one multiexp call of a GPU worker aims at: the chunks it takes at once. A higher
-/// priority waits at most for the kernel launch running when it asks, a part of this (the bucket
-/// sums, the longest launch, are about half a call).
-const TARGET_BATCH: Duration = Duration::from_millis(40);
+/// Device time one multiexp call of a GPU worker aims at (the chunks it takes at once) while this
+/// process has not been preempted lately, and at the top priority, which nobody preempts. A call
+/// pays a fixed part (the count's round trip, the weighing: 10-15 ms on the H200) and runs
+/// faster per term the more terms it has (a wider window), so long calls make a faster proof. A
+/// request does not wait for a whole call: its launches are waited for one by one, probing (see
+/// `GpuCurve::LAUNCH_ENTRIES`).
+const UNCONTESTED_BATCH: Duration = Duration::from_millis(160);
+/// The same after a preemption in this process within [`CONTESTED_FOR`]: the call a higher
+/// priority interrupts goes back to the queue whole, and its device time is lost, so a prover
+/// that is preempted keeps its calls short.
+const CONTESTED_BATCH: Duration = Duration::from_millis(40);
+const CONTESTED_FOR: Duration = Duration::from_secs(30);
 
-/// Chunks per call last fitted to [`TARGET_BATCH`], per device and group, for the whole process:
-/// a device's speed is not a property of one proof, and a claim that started again from one
-/// chunk paid a call's fixed costs (about 15 ms on the H200, most of a 2^15-term call) per chunk
-/// for its whole first multiexp.
-fn learned_batches() -> MutexGuard<'static, HashMap<(String, &'static str), usize>> {
-    static BATCHES: std::sync::OnceLock<Mutex<HashMap<(String, &'static str), usize>>> =
+/// When a prover of this process last gave a device up to a higher priority.
+fn last_preemption() -> MutexGuard<'static, Option<Instant>> {
+    static LAST: Mutex<Option<Instant>> = Mutex::new(None);
+    lock(&LAST)
+}
+
+/// The device time a call of a prover at `priority` aims at now.
+fn target_batch(priority: Priority) -> Duration {
+    let top = Priority::ALL[Priority::ALL.len() - 1];
+    let preempted_lately = last_preemption().is_some_and(|at| at.elapsed() < CONTESTED_FOR);
+    if priority != top && preempted_lately {
+        CONTESTED_BATCH
+    } else {
+        UNCONTESTED_BATCH
+    }
+}
+
+/// Chunks per call last fitted to a target time (the second value), per device and group, for
+/// the whole process: a device's speed is not a property of one proof, and a claim that started
+/// again from one chunk paid a call's fixed costs (about 15 ms on the H200, most of a 2^15-term
+/// call) per chunk for its whole first multiexp.
+fn learned_batches() -> MutexGuard<'static, HashMap<(String, &'static str), (usize, Duration)>> {
+    static BATCHES: std::sync::OnceLock<Mutex<HashMap<(String, &'static str), (usize, Duration)>>> =
         std::sync::OnceLock::new();
     lock(BATCHES.get_or_init(Default::default))
 }
@@ -451,6 +476,7 @@ impl ClaimInner {
         s.stats.live_at_release = s.stats.live_at_release.max(live);
         s.stats.peak_device = s.stats.peak_device.max(peak);
         if preempted {
+            *last_preemption() = Some(Instant::now());
             s.stats.preemptions += 1;
             s.lost = true;
             let latency = asked.map_or(Duration::ZERO, |a| a.elapsed());
@@ -584,7 +610,7 @@ impl ClaimInner {
 
     /// Takes chunks from the front until the queue is empty (keeps the device) or a higher
     /// priority asks or the device fails (releases it). A device takes a run of adjacent chunks
-    /// per multiexp call, as many as it computes in about [`TARGET_BATCH`] (measured on its
+    /// per multiexp call, as many as it computes in about [`target_batch`] (measured on its
     /// previous run): chunks stay small for the CPU's share and for the accounting, while a fast
     /// device is not slowed by a launch per small chunk. A preempted or failed run puts all its
     /// chunks back.
@@ -598,10 +624,10 @@ impl ClaimInner {
     ) -> Option<LockedKernel> {
         let key = (k.device.id.clone(), G::NAME);
         let cap = self.shared().batch_cap.get(&key).copied();
+        let mut target = target_batch(self.priority);
         let mut batch = learned_batches()
             .get(&key)
-            .copied()
-            .unwrap_or(1)
+            .map_or(1, |&(batch, at)| scale_batch(batch, at, target))
             .min(cap.unwrap_or(usize::MAX));
         loop {
             if k.should_yield() {
@@ -624,6 +650,12 @@ impl ClaimInner {
             let (Some(first), Some(last)) = (run.first(), run.last()) else {
                 return Some(k);
             };
+            // A preemption elsewhere in the process since the last call shortens the next one.
+            let now = target_batch(self.priority);
+            if now != target {
+                batch = scale_batch(batch, target, now);
+                target = now;
+            }
             let range = first.start..last.end;
             let started = Instant::now();
             let result = k
@@ -655,8 +687,8 @@ impl ClaimInner {
                     }
                     let cap = s.batch_cap.get(&key).copied();
                     drop(s);
-                    batch = next_batch(batch, run.len(), elapsed, cap);
-                    learned_batches().insert(key.clone(), batch);
+                    batch = next_batch(batch, run.len(), elapsed, cap, target);
+                    learned_batches().insert(key.clone(), (batch, target));
                 }
                 Err(e) => {
                     let chunks = run.len();
@@ -672,7 +704,7 @@ impl ClaimInner {
                             // Fewer chunks at once, for the rest of this claim.
                             batch = chunks / 2;
                             s.batch_cap.insert(key.clone(), batch);
-                            learned_batches().insert(key.clone(), batch);
+                            learned_batches().insert(key.clone(), (batch, target));
                             drop(s);
                             log::info!(
                                 "gpu: {} ran out of memory on {chunks} chunks ({e}); taking {batch}",
@@ -780,28 +812,38 @@ impl Drop for GpuClaim {
 }
 
 /// Chunks a device takes in its next call, after `ran` chunks took `elapsed` with `batch` asked
-/// for, aiming at [`TARGET_BATCH`]; growing at most 8x per call, never above `cap` (set when the
-/// device ran out of memory). A call costs a fixed part (transfers set up, a count read back,
-/// seven launches; on the H200 most of a 2^15-term call) plus a part per term, so the chunks that
-/// fit at the last call's time per chunk are too few: a call that took under half the target
-/// doubles (its time at least stays under the target), and one above the target shrinks in
-/// proportion (which undershoots). A short run (a multiexp's last chunks) says little about the
-/// speed: after one the batch may only grow.
-fn next_batch(batch: usize, ran: usize, elapsed: Duration, cap: Option<usize>) -> usize {
+/// for, aiming at `target`; growing at most 8x per call, never above `cap` (set when the device
+/// ran out of memory). A call costs a fixed part (transfers set up, a count read back, seven
+/// launches; on the H200 most of a 2^15-term call) plus a part per term, so the chunks that fit
+/// at the last call's time per chunk are too few: a call that took under half the target doubles
+/// (its time at least stays under the target), and one above the target shrinks in proportion
+/// (which undershoots). A short run (a multiexp's last chunks) says little about the speed: after
+/// one the batch may only grow.
+fn next_batch(
+    batch: usize,
+    ran: usize,
+    elapsed: Duration,
+    cap: Option<usize>,
+    target: Duration,
+) -> usize {
     let ran = ran.max(1);
     let per_chunk = elapsed.as_secs_f64() / ran as f64;
-    let fit = (TARGET_BATCH.as_secs_f64() / per_chunk.max(1e-6)) as usize;
-    let doubled = if elapsed < TARGET_BATCH / 2 {
-        2 * ran
-    } else {
-        0
-    };
+    let fit = (target.as_secs_f64() / per_chunk.max(1e-6)) as usize;
+    let doubled = if elapsed < target / 2 { 2 * ran } else { 0 };
     let next = if ran < batch {
         fit.max(doubled).clamp(batch, 8 * batch)
     } else {
         fit.max(doubled).clamp(1, 8 * batch)
     };
     next.min(cap.unwrap_or(usize::MAX)).max(1)
+}
+
+/// A batch fitted to the target time `from`, scaled to the target `to` (at least one chunk).
+fn scale_batch(batch: usize, from: Duration, to: Duration) -> usize {
+    if from == to || from.is_zero() {
+        return batch;
+    }
+    ((batch as f64 * to.as_secs_f64() / from.as_secs_f64()) as usize).max(1)
 }
 
 /// Whether the CPU takes the chunk at the back of `q` while `running` device workers take from
@@ -843,10 +885,14 @@ fn cpu_part<G: GpuCurve>(bases: &[G], scalars: &[ScalarRepr], range: Range<usize
 
 #[cfg(test)]
 mod tests {
-    use super::{cpu_takes, next_batch};
+    use super::{
+        cpu_takes, last_preemption, next_batch, scale_batch, target_batch, CONTESTED_BATCH,
+        UNCONTESTED_BATCH,
+    };
+    use crate::groth16::Priority;
     use std::collections::VecDeque;
     use std::ops::Range;
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     #[test]
     fn the_cpu_takes_a_chunk_only_when_it_ends_before_the_devices() {
@@ -865,20 +911,38 @@ mod tests {
     #[test]
     fn runs_fit_the_target_time_and_respect_the_memory_cap() {
         let ms = Duration::from_millis;
+        const T: Duration = Duration::from_millis(40);
         // 4 ms per chunk: ten fit in 40 ms, but growth is at most 8x per call.
-        assert_eq!(next_batch(1, 1, ms(4), None), 8);
-        assert_eq!(next_batch(8, 8, ms(32), None), 10);
+        assert_eq!(next_batch(1, 1, ms(4), None, T), 8);
+        assert_eq!(next_batch(8, 8, ms(32), None, T), 10);
         // A call of mostly fixed cost (15 ms for one chunk, where proportion says two fit):
         // under half the target, so it doubles, and doubles again while the calls stay short.
-        assert_eq!(next_batch(1, 1, ms(15), None), 2);
-        assert_eq!(next_batch(2, 2, ms(19), None), 4);
-        assert_eq!(next_batch(4, 4, ms(25), None), 6);
+        assert_eq!(next_batch(1, 1, ms(15), None, T), 2);
+        assert_eq!(next_batch(2, 2, ms(19), None, T), 4);
+        assert_eq!(next_batch(4, 4, ms(25), None, T), 6);
         // Slow chunks: one at a time.
-        assert_eq!(next_batch(4, 4, ms(400), None), 1);
+        assert_eq!(next_batch(4, 4, ms(400), None, T), 1);
         // A short last run does not shrink the batch.
-        assert_eq!(next_batch(10, 2, ms(30), None), 10);
+        assert_eq!(next_batch(10, 2, ms(30), None, T), 10);
         // After running out of memory at 6 chunks the cap is 3.
-        assert_eq!(next_batch(3, 3, ms(3), Some(3)), 3);
-        assert_eq!(next_batch(1, 1, ms(0), Some(3)), 3);
+        assert_eq!(next_batch(3, 3, ms(3), Some(3), T), 3);
+        assert_eq!(next_batch(1, 1, ms(0), Some(3), T), 3);
+    }
+
+    #[test]
+    fn batches_scale_with_the_target_and_a_preemption_shortens_calls_below_the_top() {
+        let ms = Duration::from_millis;
+        assert_eq!(scale_batch(16, ms(160), ms(40)), 4);
+        assert_eq!(scale_batch(2, ms(160), ms(40)), 1);
+        assert_eq!(scale_batch(4, ms(40), ms(160)), 16);
+        assert_eq!(scale_batch(5, ms(40), ms(40)), 5);
+        let before = *last_preemption();
+        *last_preemption() = Some(Instant::now());
+        assert_eq!(target_batch(Priority::Low), CONTESTED_BATCH);
+        assert_eq!(target_batch(Priority::Normal), CONTESTED_BATCH);
+        assert_eq!(target_batch(Priority::High), UNCONTESTED_BATCH);
+        *last_preemption() = None;
+        assert_eq!(target_batch(Priority::Low), UNCONTESTED_BATCH);
+        *last_preemption() = before;
     }
 }

@@ -77,17 +77,19 @@ __kernel void PT(msm_scatter)(__global const uint *scalars, __global uint *curso
     }
 }
 
-// Work-item s sums entries [s * segment, min((s + 1) * segment, total)); its head goes to
+// Work-item s (of segments first..end, one launch's share) sums entries
+// [s * segment, min((s + 1) * segment, total)); its head goes to
 // parts[2 s] and its tail to parts[2 s + 1], so that the parts of one crossing bucket (the tail of
 // its first segment, then the heads of the segments after, with the identity tails of the segments
 // inside it between them) are one range of `parts`.
 __kernel void PT(msm_segments)(__global const CAT(POINT, _affine) *bases,
                                __global const uint *entries, __global const uint *offsets,
                                __global POINT *bucket_sums, __global POINT *parts,
-                               uint total, uint segment, uint bucket_count) {
-    uint seg = get_global_id(0);
+                               uint total, uint segment, uint bucket_count, uint first,
+                               uint end_segment) {
+    uint seg = first + get_global_id(0);
+    if (seg >= end_segment || seg >= (total + segment - 1) / segment) return;
     uint start = seg * segment;
-    if (seg >= (total + segment - 1) / segment) return;
     uint end = min(start + segment, total);
     // The bucket holding entry `start`: offsets[k] <= start < offsets[k + 1].
     uint lo = 0, hi = bucket_count;
