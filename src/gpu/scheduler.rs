@@ -199,13 +199,15 @@ fn target_batch(priority: Priority) -> Duration {
     }
 }
 
+/// Per device and group: chunks per call, and the target time they were fitted to.
+type LearnedBatches = HashMap<(String, &'static str), (usize, Duration)>;
+
 /// Chunks per call last fitted to a target time (the second value), per device and group, for
 /// the whole process: a device's speed is not a property of one proof, and a claim that started
 /// again from one chunk paid a call's fixed costs (about 15 ms on the H200, most of a 2^15-term
 /// call) per chunk for its whole first multiexp.
-fn learned_batches() -> MutexGuard<'static, HashMap<(String, &'static str), (usize, Duration)>> {
-    static BATCHES: std::sync::OnceLock<Mutex<HashMap<(String, &'static str), (usize, Duration)>>> =
-        std::sync::OnceLock::new();
+fn learned_batches() -> MutexGuard<'static, LearnedBatches> {
+    static BATCHES: std::sync::OnceLock<Mutex<LearnedBatches>> = std::sync::OnceLock::new();
     lock(BATCHES.get_or_init(Default::default))
 }
 
