@@ -19,37 +19,68 @@ use std::sync::OnceLock;
 pub const THREADS_ENV: &str = "PREEMPTIBLE_GROTH16_THREADS";
 
 static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+static BESIDE_DEVICES: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+
+/// Threads left free by [`install_beside_devices`]: a device worker's thread and the threads that
+/// fill its pinned staging memory (`gpu::buffer`).
+const SPARE_FOR_DEVICES: usize = 5;
 
 fn pool() -> Option<&'static rayon::ThreadPool> {
-    POOL.get_or_init(|| {
-        let requested =
-            std::env::var(THREADS_ENV)
-                .ok()
-                .and_then(|v| match v.trim().parse::<usize>() {
-                    Ok(n) if n > 0 => Some(n),
-                    _ => {
-                        log::warn!("ignoring {THREADS_ENV}={v:?}: expected a positive integer");
-                        None
-                    }
-                });
-        let threads = requested.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
+    POOL.get_or_init(|| build("groth16", threads())).as_ref()
+}
+
+/// The thread count asked for by [`THREADS_ENV`], else the number of logical CPUs.
+fn threads() -> usize {
+    let requested = std::env::var(THREADS_ENV)
+        .ok()
+        .and_then(|v| match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Some(n),
+            _ => {
+                log::warn!("ignoring {THREADS_ENV}={v:?}: expected a positive integer");
+                None
+            }
         });
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("groth16-{i}"))
-            .build()
-            .map_err(|e| {
-                // Falls back to rayon's global pool rather than failing every proof.
-                log::warn!(
-                    "could not start {threads} worker threads ({e}); using rayon's global pool"
-                )
-            })
-            .ok()
+    requested.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
     })
-    .as_ref()
+}
+
+fn build(name: &'static str, threads: usize) -> Option<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(move |i| format!("{name}-{i}"))
+        .build()
+        .map_err(|e| {
+            // Falls back to rayon's global pool rather than failing every proof.
+            log::warn!("could not start {threads} worker threads ({e}); using rayon's global pool")
+        })
+        .ok()
+}
+
+/// Runs `f` on a second, smaller pool that leaves a few threads to the GPU workers running
+/// beside it: the CPU's share of a multiexp split with a device. On the crate's whole pool it
+/// kept every core busy, and the device worker's host steps (staging writes, the count's round
+/// trip) took up to 5x longer (H200 host, 16 cores, sixth session), the device idling meanwhile.
+pub fn install_beside_devices<R, F>(f: F) -> R
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+{
+    let pool = BESIDE_DEVICES
+        .get_or_init(|| {
+            let all = threads();
+            build(
+                "groth16-cpu-share",
+                all.saturating_sub(SPARE_FOR_DEVICES).max(1),
+            )
+        })
+        .as_ref();
+    match pool {
+        Some(pool) => pool.install(f),
+        None => install(f),
+    }
 }
 
 /// Runs `f` on the crate's pool; parallel iterators inside it use that pool's threads.

@@ -110,6 +110,19 @@ pub fn multiexp<G: CurveAffine>(
     Ok(multicore::install(|| pippenger(bases, scalars)))
 }
 
+/// [`multiexp`] on the smaller pool that leaves threads to the device workers running beside it
+/// ([`multicore::install_beside_devices`]).
+#[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+pub(crate) fn multiexp_beside_devices<G: CurveAffine>(
+    bases: &[G],
+    scalars: &[ScalarRepr],
+) -> Result<G::Curve, LengthMismatch> {
+    check_lengths(bases, scalars)?;
+    Ok(multicore::install_beside_devices(|| {
+        pippenger(bases, scalars)
+    }))
+}
+
 /// `sum_i scalars[i] * bases[i]` on the calling thread only, without the pool: for callers that
 /// must not queue behind the pool's other work (the test devices of `gpu::fake`).
 pub fn multiexp_serial<G: CurveAffine>(

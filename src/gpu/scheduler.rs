@@ -18,7 +18,7 @@ use super::error::GpuError;
 use super::locks::{self, GpuLock, HigherPriorityProbe, PriorityFlag};
 use super::multiexp::GpuCurve;
 use crate::groth16::{Priority, ProofReport};
-use crate::multiexp::{multiexp, ScalarRepr};
+use crate::multiexp::{multiexp, multiexp_beside_devices, ScalarRepr};
 use blstrs::Scalar;
 use group::Group;
 use std::cell::Cell;
@@ -528,7 +528,7 @@ impl ClaimInner {
             s.stats.cpu_chunks += 1;
             s.stats.total_chunks += 1;
             drop(s);
-            return cpu_part(bases, scalars, 0..n);
+            return cpu_part(bases, scalars, 0..n, false);
         }
         let queue: Mutex<VecDeque<Range<usize>>> = Mutex::new(
             (0..n)
@@ -556,16 +556,16 @@ impl ClaimInner {
                         break;
                     }
                     if cpu_takes(&q, running, rates) {
-                        q.pop_back()
+                        q.pop_back().map(|range| (range, running > 0))
                     } else {
                         None
                     }
                 };
                 match next {
-                    Some(range) => {
+                    Some((range, beside_devices)) => {
                         let started = Instant::now();
                         let terms = range.len();
-                        let part = cpu_part(bases, scalars, range);
+                        let part = cpu_part(bases, scalars, range, beside_devices);
                         *lock(&sum) += part;
                         let mut s = this.shared();
                         s.stats.cpu_chunks += 1;
@@ -590,7 +590,7 @@ impl ClaimInner {
             let Some(range) = lock(&queue).pop_back() else {
                 break;
             };
-            let part = cpu_part(bases, scalars, range);
+            let part = cpu_part(bases, scalars, range, false);
             *lock(&sum) += part;
             self.shared().stats.cpu_chunks += 1;
         }
@@ -880,9 +880,21 @@ fn queue_len(q: &Mutex<VecDeque<Range<usize>>>) -> usize {
     lock(q).len()
 }
 
-/// One chunk on the CPU; the lengths were checked by the caller.
-fn cpu_part<G: GpuCurve>(bases: &[G], scalars: &[ScalarRepr], range: Range<usize>) -> G::Curve {
-    multiexp(&bases[range.clone()], &scalars[range]).unwrap_or_else(|_| G::Curve::identity())
+/// One chunk on the CPU; the lengths were checked by the caller. With devices running beside it,
+/// on the smaller pool that leaves their host threads a few cores.
+fn cpu_part<G: GpuCurve>(
+    bases: &[G],
+    scalars: &[ScalarRepr],
+    range: Range<usize>,
+    beside_devices: bool,
+) -> G::Curve {
+    let (bases, scalars) = (&bases[range.clone()], &scalars[range]);
+    let sum = if beside_devices {
+        multiexp_beside_devices(bases, scalars)
+    } else {
+        multiexp(bases, scalars)
+    };
+    sum.unwrap_or_else(|_| G::Curve::identity())
 }
 
 #[cfg(test)]

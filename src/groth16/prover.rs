@@ -43,6 +43,42 @@ struct ProvingAssignment {
 }
 
 /// Evaluates `lc`, marking the variables with non-zero coefficients in the density trackers.
+/// The sizes the parameters promise, reserved before synthesis: grown by doubling, the vectors of
+/// a 2^20-constraint witness were copied and faulted in anew several times, and the quotient then
+/// grew the evaluations once more to the domain's size.
+struct AssignmentSize {
+    /// The evaluation domain (at least the constraints).
+    domain: usize,
+    inputs: usize,
+    aux: usize,
+}
+
+impl AssignmentSize {
+    fn of<P: ParameterSource>(params: &P) -> AssignmentSize {
+        AssignmentSize {
+            domain: params.h().len() + 1,
+            inputs: params.vk().ic.len(),
+            aux: params.l().len(),
+        }
+    }
+}
+
+impl ProvingAssignment {
+    fn with_capacity(size: &AssignmentSize) -> ProvingAssignment {
+        // Parameters for another circuit are caught after synthesis; a capacity that is wrong
+        // only costs memory, bounded here in case the parameters are nonsense.
+        let cap = |n: usize| n.min(1 << 28);
+        ProvingAssignment {
+            a: Vec::with_capacity(cap(size.domain)),
+            b: Vec::with_capacity(cap(size.domain)),
+            c: Vec::with_capacity(cap(size.domain)),
+            input_assignment: Vec::with_capacity(cap(size.inputs)),
+            aux_assignment: Vec::with_capacity(cap(size.aux)),
+            ..ProvingAssignment::default()
+        }
+    }
+}
+
 fn eval(
     lc: &LinearCombination<Scalar>,
     mut input_density: Option<&mut Density>,
@@ -155,8 +191,11 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
 }
 
 /// Runs the circuit with its witness and adds the input constraints, as the generator does.
-fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<ProvingAssignment, SynthesisError> {
-    let mut cs = ProvingAssignment::default();
+fn synthesize<C: Circuit<Scalar>>(
+    circuit: C,
+    size: &AssignmentSize,
+) -> Result<ProvingAssignment, SynthesisError> {
+    let mut cs = ProvingAssignment::with_capacity(size);
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;
     for i in 0..cs.input_assignment.len() {
@@ -168,7 +207,12 @@ fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<ProvingAssignment, Synth
         );
     }
     // A witness that breaks a constraint would give a proof that does not verify; say so now.
-    if let Some(row) = (0..cs.a.len()).find(|&i| cs.a[i] * cs.b[i] != cs.c[i]) {
+    let bad = multicore::install(|| {
+        (0..cs.a.len())
+            .into_par_iter()
+            .find_first(|&i| cs.a[i] * cs.b[i] != cs.c[i])
+    });
+    if let Some(row) = bad {
         log::warn!(
             "constraint {row} of {} is not satisfied by the witness",
             cs.a.len()
@@ -523,10 +567,11 @@ where
     }
     let start = Instant::now();
     let count = circuits.len();
+    let size = AssignmentSize::of(&params);
     let assignments: Vec<ProvingAssignment> = multicore::install(|| {
         circuits
             .into_par_iter()
-            .map(synthesize)
+            .map(|circuit| synthesize(circuit, &size))
             .collect::<Result<_, _>>()
     })?;
     if let Some(cs) = assignments.first() {
