@@ -21,9 +21,13 @@ pub const THREADS_ENV: &str = "PREEMPTIBLE_GROTH16_THREADS";
 static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
 static BESIDE_DEVICES: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
 
-/// Threads left free by [`install_beside_devices`]: a device worker's thread and the threads that
-/// fill its pinned staging memory (`gpu::buffer`).
-const SPARE_FOR_DEVICES: usize = 5;
+/// Host threads that fill one slot of a device's pinned staging memory (`gpu::buffer`): half the
+/// logical CPUs, 2 to 8. Four filled G1 bases at about 14 GB/s on the H200 host, a quarter of a
+/// 2^24-term multiexp's time (sixth session).
+pub fn fill_threads() -> usize {
+    static FILL: OnceLock<usize> = OnceLock::new();
+    *FILL.get_or_init(|| (threads() / 2).clamp(2, 8))
+}
 
 fn pool() -> Option<&'static rayon::ThreadPool> {
     POOL.get_or_init(|| build("groth16", threads())).as_ref()
@@ -59,7 +63,7 @@ fn build(name: &'static str, threads: usize) -> Option<rayon::ThreadPool> {
         .ok()
 }
 
-/// Runs `f` on a second, smaller pool that leaves a few threads to the GPU workers running
+/// Runs `f` on a second, smaller pool that leaves a few threads to the GPU worker running
 /// beside it: the CPU's share of a multiexp split with a device. On the crate's whole pool it
 /// kept every core busy, and the device worker's host steps (staging writes, the count's round
 /// trip) took up to 5x longer (H200 host, 16 cores, sixth session), the device idling meanwhile.
@@ -70,10 +74,11 @@ where
 {
     let pool = BESIDE_DEVICES
         .get_or_init(|| {
+            // A device worker's thread and its staging fillers keep theirs.
             let all = threads();
             build(
                 "groth16-cpu-share",
-                all.saturating_sub(SPARE_FOR_DEVICES).max(1),
+                all.saturating_sub(fill_threads() + 1).max(1),
             )
         })
         .as_ref();

@@ -3,6 +3,7 @@
 //! pinned host memory that uploads and downloads pass through.
 
 use super::error::GpuError;
+use crate::multicore;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The device memory of one kernel (or fake device): the bytes of its live buffers now, and the
@@ -88,9 +89,6 @@ pub(crate) type Take<'a> = dyn FnMut(usize, &[u32]) -> Result<(), GpuError> + 'a
 
 /// `u32` values per staging slot (32 MiB); a stager has two.
 const SLOT: usize = 1 << 23;
-
-/// Host threads that fill one slot.
-const FILL_THREADS: usize = 4;
 
 /// Pinned host memory (`CL_MEM_ALLOC_HOST_PTR`, mapped once and kept mapped) that transfers
 /// pass through in slots. A transfer from an ordinary allocation goes through the driver's own
@@ -350,7 +348,8 @@ pub(crate) fn write_limbs(limbs: &[u64], out: &mut [u32]) {
     }
 }
 
-/// Runs `fill` over `out` (values from `start`) in up to [`FILL_THREADS`] parts of whole units.
+/// Runs `fill` over `out` (values from `start`) in up to [`multicore::fill_threads`] parts of
+/// whole units.
 fn fill_in_parts(
     start: usize,
     out: &mut [u32],
@@ -358,7 +357,7 @@ fn fill_in_parts(
     fill: &(dyn Fn(usize, &mut [u32]) + Sync),
 ) {
     let units = out.len() / unit;
-    let parts = (units / 4096).clamp(1, FILL_THREADS);
+    let parts = (units / 4096).clamp(1, multicore::fill_threads());
     let per_part = units.div_ceil(parts) * unit;
     if parts == 1 {
         fill(start, out);
