@@ -33,6 +33,10 @@ pub trait GpuCurve: CurveAffine {
     /// entries took 15 ms, 1.8 million G2 entries 13 ms, fifth session). The launches of a call are
     /// waited for one by one, probing, so a higher priority waits for at most one of them.
     const LAUNCH_ENTRIES: usize;
+    /// Work-items one launch of `msm_segments` aims at (segments of 16 to 512 entries): enough
+    /// to fill the device, while each added segment costs two more parts to fold. A G2 work-item
+    /// holds twice the registers of a G1 one, so fewer fill the device.
+    const LAUNCH_SEGMENTS: usize;
     /// Writes the `2 * COORD_LIMBS` 32-bit limbs of `x` then `y` in Montgomery form (R = 2^384,
     /// blst's form and the device's), zeros for the identity, straight into `out` (the staging
     /// memory: no intermediate vector, as this runs for every base of every call).
@@ -57,6 +61,7 @@ impl GpuCurve for G1Affine {
     const NAME: &'static str = "G1";
     const COORD_LIMBS: usize = FQ_LIMBS;
     const LAUNCH_ENTRIES: usize = 1 << 23;
+    const LAUNCH_SEGMENTS: usize = 1 << 17;
 
     fn write_coords(&self, out: &mut [u32]) {
         let raw: &blst::blst_p1_affine = self.as_ref();
@@ -81,6 +86,7 @@ impl GpuCurve for G2Affine {
     const NAME: &'static str = "G2";
     const COORD_LIMBS: usize = 2 * FQ_LIMBS;
     const LAUNCH_ENTRIES: usize = 1 << 21;
+    const LAUNCH_SEGMENTS: usize = 1 << 16;
 
     fn write_coords(&self, out: &mut [u32]) {
         let raw: &blst::blst_p2_affine = self.as_ref();
@@ -122,9 +128,8 @@ pub struct Plan {
     pub run: usize,
 }
 
-/// Most terms a segment work-item sums; segments aim at this many work-items in all.
+/// Most terms a segment work-item sums.
 const MAX_SEGMENT: usize = 512;
-const TARGET_SEGMENTS: usize = 1 << 17;
 /// Most points a fold work-item adds. A bucket that crosses many segments (the top window, where
 /// the few bits left over crowd the terms into a handful of buckets, or equal scalars) is folded
 /// in passes of this fan-in: summing it in one work-item made a 2^15-term G2 call spend 30 ms on
@@ -180,10 +185,10 @@ impl Plan {
         self.buckets() / self.group_len / self.run
     }
 
-    /// Segment length for `total` bucket entries summed `per_launch` at a time: enough segments
-    /// in each launch to fill a large GPU.
-    fn segment(total: usize, per_launch: usize) -> usize {
-        (total.min(per_launch) / TARGET_SEGMENTS)
+    /// Segment length for `total` bucket entries summed `per_launch` at a time, aiming at
+    /// `items` segments per launch.
+    fn segment(total: usize, per_launch: usize, items: usize) -> usize {
+        (total.min(per_launch) / items)
             .next_power_of_two()
             .clamp(16, MAX_SEGMENT)
     }
@@ -292,7 +297,11 @@ impl MultiexpKernel {
         let plan = Plan::new(n);
         let point = 4 * 3 * G::COORD_LIMBS as u64;
         let entries = n * plan.windows;
-        let segments = entries.div_ceil(Plan::segment(entries, G::LAUNCH_ENTRIES)) as u64;
+        let segments = entries.div_ceil(Plan::segment(
+            entries,
+            G::LAUNCH_ENTRIES,
+            G::LAUNCH_SEGMENTS,
+        )) as u64;
         let n = n as u64;
         n * (4 * 2 * G::COORD_LIMBS as u64 + 32 + 4 * plan.windows as u64)
             + plan.bucket_count() as u64 * (point + 8)
@@ -530,7 +539,7 @@ impl MultiexpKernel {
             0 => G::LAUNCH_ENTRIES,
             limit => limit,
         };
-        let segment = Plan::segment(total, launch_entries);
+        let segment = Plan::segment(total, launch_entries, G::LAUNCH_SEGMENTS);
         let levels = fold_levels(&offsets, segment);
         let tables = levels
             .iter()
@@ -901,9 +910,10 @@ mod tests {
             assert!(plan.group_len <= 32 && plan.group_len.is_power_of_two());
             assert!(plan.outputs_per_window() >= 1);
         }
-        assert_eq!(Plan::segment(10, 1 << 23), 16);
+        assert_eq!(Plan::segment(10, 1 << 23, 1 << 17), 16);
         // Each launch's share fills the device: 2^17 segments of 64 in 2^23 entries.
-        assert_eq!(Plan::segment(1 << 28, 1 << 23), 64);
-        assert_eq!(Plan::segment(1 << 28, 1 << 30), 512);
+        assert_eq!(Plan::segment(1 << 28, 1 << 23, 1 << 17), 64);
+        assert_eq!(Plan::segment(1 << 28, 1 << 30, 1 << 17), 512);
+        assert_eq!(Plan::segment(1 << 28, 1 << 21, 1 << 16), 32);
     }
 }
