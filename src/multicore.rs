@@ -19,12 +19,20 @@ use std::sync::OnceLock;
 pub const THREADS_ENV: &str = "PREEMPTIBLE_GROTH16_THREADS";
 
 static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+#[cfg(feature = "gpu")]
 static BESIDE_DEVICES: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+#[cfg(feature = "gpu")]
+static BACKGROUND: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+
+/// The scheduling priority (nice value) of the threads of [`install_in_background`].
+#[cfg(feature = "gpu")]
+const BACKGROUND_NICE: i32 = 10;
 
 /// Host threads that fill one slot of a device's pinned staging memory (`gpu::buffer`): half the
 /// logical CPUs, 2 to 8. Four filled G1 bases at about 14 GB/s on the H200 host, a quarter of a
 /// 2^24-term multiexp's time (sixth session).
-pub fn fill_threads() -> usize {
+#[cfg(feature = "gpu")]
+pub(crate) fn fill_threads() -> usize {
     static FILL: OnceLock<usize> = OnceLock::new();
     *FILL.get_or_init(|| (threads() / 2).clamp(2, 8))
 }
@@ -52,9 +60,16 @@ fn threads() -> usize {
 }
 
 fn build(name: &'static str, threads: usize) -> Option<rayon::ThreadPool> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(move |i| format!("{name}-{i}"))
+    finish(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(move |i| format!("{name}-{i}")),
+        threads,
+    )
+}
+
+fn finish(builder: rayon::ThreadPoolBuilder, threads: usize) -> Option<rayon::ThreadPool> {
+    builder
         .build()
         .map_err(|e| {
             // Falls back to rayon's global pool rather than failing every proof.
@@ -67,7 +82,8 @@ fn build(name: &'static str, threads: usize) -> Option<rayon::ThreadPool> {
 /// beside it: the CPU's share of a multiexp split with a device. On the crate's whole pool it
 /// kept every core busy, and the device worker's host steps (staging writes, the count's round
 /// trip) took up to 5x longer (H200 host, 16 cores, sixth session), the device idling meanwhile.
-pub fn install_beside_devices<R, F>(f: F) -> R
+#[cfg(feature = "gpu")]
+pub(crate) fn install_beside_devices<R, F>(f: F) -> R
 where
     F: FnOnce() -> R + Send,
     R: Send,
@@ -88,6 +104,81 @@ where
     }
 }
 
+/// Runs `f` on a pool of as many threads as the crate's whose threads run at a lower scheduling
+/// priority (nice 10, on Unix): the CPU share of a low-priority prover. Preempted, such a prover
+/// goes on on every core, and the high-priority prover that took its device, with host work of its
+/// own (synthesis, transfers, the CPU side of its multiexps), was slowed by half (a 2^16 proof,
+/// 0.34 s alone and 0.51 s beside a 2^20 low one, H200 host, sixth session). The kernel gives the
+/// lower priority only what the others leave.
+#[cfg(feature = "gpu")]
+pub(crate) fn install_in_background<R, F>(f: F) -> R
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+{
+    let pool = BACKGROUND
+        .get_or_init(|| {
+            let all = threads();
+            let builder = rayon::ThreadPoolBuilder::new()
+                .num_threads(all)
+                .thread_name(|i| format!("groth16-background-{i}"))
+                .start_handler(|_| lower_this_threads_priority());
+            finish(builder, all)
+        })
+        .as_ref();
+    match pool {
+        Some(pool) => pool.install(f),
+        None => install(f),
+    }
+}
+
+/// Sets the calling thread's nice value to [`BACKGROUND_NICE`] (Linux schedules threads one by
+/// one, so only this thread changes); elsewhere, or when refused, it stays as it is.
+#[cfg(feature = "gpu")]
+#[allow(unsafe_code)]
+fn lower_this_threads_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: plain system calls on the calling thread, with no pointers.
+        let result = unsafe {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            libc::setpriority(libc::PRIO_PROCESS, tid, BACKGROUND_NICE)
+        };
+        if result != 0 {
+            log::debug!(
+                "could not lower a background thread's priority: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+}
+
+/// Which of the crate's pools a piece of work runs on.
+#[cfg(feature = "gpu")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pool {
+    /// The crate's pool ([`install`]).
+    Main,
+    /// The smaller pool beside running device workers ([`install_beside_devices`]).
+    BesideDevices,
+    /// The lower-priority pool ([`install_in_background`]).
+    Background,
+}
+
+/// Runs `f` on `pool`.
+#[cfg(feature = "gpu")]
+pub(crate) fn install_on<R, F>(pool: Pool, f: F) -> R
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+{
+    match pool {
+        Pool::Main => install(f),
+        Pool::BesideDevices => install_beside_devices(f),
+        Pool::Background => install_in_background(f),
+    }
+}
+
 /// Runs `f` on the crate's pool; parallel iterators inside it use that pool's threads.
 pub fn install<R, F>(f: F) -> R
 where
@@ -105,5 +196,32 @@ pub fn num_threads() -> usize {
     match pool() {
         Some(pool) => pool.current_num_threads(),
         None => rayon::current_num_threads(),
+    }
+}
+
+#[cfg(all(test, feature = "gpu", target_os = "linux"))]
+mod tests {
+    use super::{install_in_background, install_on, Pool, BACKGROUND_NICE};
+
+    /// The nice value of the calling thread.
+    #[allow(unsafe_code)]
+    fn nice() -> i32 {
+        // SAFETY: plain system calls on the calling thread, with no pointers.
+        unsafe {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            libc::getpriority(libc::PRIO_PROCESS, tid)
+        }
+    }
+
+    #[test]
+    fn background_work_runs_at_a_lower_priority_and_other_work_does_not() {
+        let ours = nice();
+        let background = install_in_background(nice);
+        // Raising a nice value is always allowed, so unless the test already runs above it the
+        // background threads are at BACKGROUND_NICE.
+        assert_eq!(background, BACKGROUND_NICE.max(ours));
+        assert_eq!(install_on(Pool::Main, nice), ours);
+        assert_eq!(install_on(Pool::BesideDevices, nice), ours);
+        assert_eq!(nice(), ours, "the caller's own priority is untouched");
     }
 }

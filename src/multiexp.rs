@@ -110,17 +110,15 @@ pub fn multiexp<G: CurveAffine>(
     Ok(multicore::install(|| pippenger(bases, scalars)))
 }
 
-/// [`multiexp`] on the smaller pool that leaves threads to the device workers running beside it
-/// ([`multicore::install_beside_devices`]).
-#[cfg_attr(not(feature = "gpu"), allow(dead_code))]
-pub(crate) fn multiexp_beside_devices<G: CurveAffine>(
+/// [`multiexp`] on one of the crate's pools (the CPU share of a multiexp split with devices).
+#[cfg(feature = "gpu")]
+pub(crate) fn multiexp_on<G: CurveAffine>(
+    pool: multicore::Pool,
     bases: &[G],
     scalars: &[ScalarRepr],
 ) -> Result<G::Curve, LengthMismatch> {
     check_lengths(bases, scalars)?;
-    Ok(multicore::install_beside_devices(|| {
-        pippenger(bases, scalars)
-    }))
+    Ok(multicore::install_on(pool, || pippenger(bases, scalars)))
 }
 
 /// `sum_i scalars[i] * bases[i]` on the calling thread only, without the pool: for callers that

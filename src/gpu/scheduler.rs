@@ -18,7 +18,8 @@ use super::error::GpuError;
 use super::locks::{self, GpuLock, HigherPriorityProbe, PriorityFlag};
 use super::multiexp::GpuCurve;
 use crate::groth16::{Priority, ProofReport};
-use crate::multiexp::{multiexp, multiexp_beside_devices, ScalarRepr};
+use crate::multicore::Pool;
+use crate::multiexp::{multiexp_on, ScalarRepr};
 use blstrs::Scalar;
 use group::Group;
 use std::cell::Cell;
@@ -528,7 +529,7 @@ impl ClaimInner {
             s.stats.cpu_chunks += 1;
             s.stats.total_chunks += 1;
             drop(s);
-            return cpu_part(bases, scalars, 0..n, false);
+            return cpu_part(bases, scalars, 0..n, cpu_pool(self.priority, false));
         }
         let queue: Mutex<VecDeque<Range<usize>>> = Mutex::new(
             (0..n)
@@ -556,16 +557,17 @@ impl ClaimInner {
                         break;
                     }
                     if cpu_takes(&q, running, rates) {
-                        q.pop_back().map(|range| (range, running > 0))
+                        q.pop_back()
+                            .map(|range| (range, cpu_pool(this.priority, running > 0)))
                     } else {
                         None
                     }
                 };
                 match next {
-                    Some((range, beside_devices)) => {
+                    Some((range, pool)) => {
                         let started = Instant::now();
                         let terms = range.len();
-                        let part = cpu_part(bases, scalars, range, beside_devices);
+                        let part = cpu_part(bases, scalars, range, pool);
                         *lock(&sum) += part;
                         let mut s = this.shared();
                         s.stats.cpu_chunks += 1;
@@ -590,7 +592,7 @@ impl ClaimInner {
             let Some(range) = lock(&queue).pop_back() else {
                 break;
             };
-            let part = cpu_part(bases, scalars, range, false);
+            let part = cpu_part(bases, scalars, range, cpu_pool(self.priority, false));
             *lock(&sum) += part;
             self.shared().stats.cpu_chunks += 1;
         }
@@ -880,30 +882,38 @@ fn queue_len(q: &Mutex<VecDeque<Range<usize>>>) -> usize {
     lock(q).len()
 }
 
-/// One chunk on the CPU; the lengths were checked by the caller. With devices running beside it,
-/// on the smaller pool that leaves their host threads a few cores.
+/// One chunk on the CPU, on `pool`; the lengths were checked by the caller.
 fn cpu_part<G: GpuCurve>(
     bases: &[G],
     scalars: &[ScalarRepr],
     range: Range<usize>,
-    beside_devices: bool,
+    pool: Pool,
 ) -> G::Curve {
-    let (bases, scalars) = (&bases[range.clone()], &scalars[range]);
-    let sum = if beside_devices {
-        multiexp_beside_devices(bases, scalars)
+    multiexp_on(pool, &bases[range.clone()], &scalars[range])
+        .unwrap_or_else(|_| G::Curve::identity())
+}
+
+/// The pool of a CPU chunk of a prover at `priority`: the lowest level's on lower-priority
+/// threads, so that a higher prover's host work goes first; otherwise, with devices running
+/// beside it, the smaller pool that leaves their host threads free.
+fn cpu_pool(priority: Priority, beside_devices: bool) -> Pool {
+    if priority == Priority::ALL[0] {
+        Pool::Background
+    } else if beside_devices {
+        Pool::BesideDevices
     } else {
-        multiexp(bases, scalars)
-    };
-    sum.unwrap_or_else(|_| G::Curve::identity())
+        Pool::Main
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::{
-        cpu_takes, last_preemption, next_batch, scale_batch, target_batch, CONTESTED_BATCH,
-        UNCONTESTED_BATCH,
+        cpu_pool, cpu_takes, last_preemption, next_batch, scale_batch, target_batch,
+        CONTESTED_BATCH, UNCONTESTED_BATCH,
     };
     use crate::groth16::Priority;
+    use crate::multicore::Pool;
     use std::collections::VecDeque;
     use std::ops::Range;
     use std::time::{Duration, Instant};
@@ -958,5 +968,16 @@ mod tests {
         *last_preemption() = None;
         assert_eq!(target_batch(Priority::Low), UNCONTESTED_BATCH);
         *last_preemption() = before;
+    }
+
+    #[test]
+    fn the_lowest_level_computes_in_the_background_and_others_leave_devices_threads() {
+        for beside in [false, true] {
+            assert_eq!(cpu_pool(Priority::Low, beside), Pool::Background);
+        }
+        assert_eq!(cpu_pool(Priority::Normal, true), Pool::BesideDevices);
+        assert_eq!(cpu_pool(Priority::High, true), Pool::BesideDevices);
+        assert_eq!(cpu_pool(Priority::Normal, false), Pool::Main);
+        assert_eq!(cpu_pool(Priority::High, false), Pool::Main);
     }
 }
