@@ -31,7 +31,8 @@ pub trait GpuCurve: CurveAffine {
     const COORD_LIMBS: usize;
     /// Bucket entries one launch of `msm_segments` sums: about 15 ms on the H200 (7.3 million G1
     /// entries took 15 ms, 1.8 million G2 entries 13 ms, fifth session). The launches of a call are
-    /// waited for one by one, probing, so a higher priority waits for at most one of them.
+    /// waited for one by one, probing, so a higher priority waits for at most one of them (or,
+    /// near the end of a call, for its folds and weighing, a few milliseconds).
     const LAUNCH_ENTRIES: usize;
     /// Work-items one launch of `msm_segments` aims at (segments of 16 to 512 entries): enough
     /// to fill the device, while each added segment costs two more parts to fold. A G2 work-item
@@ -267,6 +268,8 @@ pub struct MultiexpKernel {
     fail: AtomicBool,
     /// Test hook: bucket entries per `msm_segments` launch (0: the group's `LAUNCH_ENTRIES`).
     launch_entries: AtomicUsize,
+    /// Launches of `msm_segments` so far (read by tests).
+    segment_launches: AtomicUsize,
     /// This kernel's device buffers.
     memory: DeviceMemory,
 }
@@ -280,6 +283,7 @@ impl MultiexpKernel {
             device: device.clone(),
             fail: AtomicBool::new(false),
             launch_entries: AtomicUsize::new(0),
+            segment_launches: AtomicUsize::new(0),
             memory: DeviceMemory::default(),
         };
         std::thread::scope(|scope| {
@@ -297,11 +301,9 @@ impl MultiexpKernel {
         let plan = Plan::new(n);
         let point = 4 * 3 * G::COORD_LIMBS as u64;
         let entries = n * plan.windows;
-        let segments = entries.div_ceil(Plan::segment(
-            entries,
-            G::LAUNCH_ENTRIES,
-            G::LAUNCH_SEGMENTS,
-        )) as u64;
+        // Fewer entries (zero digits) can halve the segment length: twice the segments, at most.
+        let segment = Plan::segment(entries, G::LAUNCH_ENTRIES, G::LAUNCH_SEGMENTS);
+        let segments = 2 * entries.div_ceil(segment) as u64;
         let n = n as u64;
         n * (4 * 2 * G::COORD_LIMBS as u64 + 32 + 4 * plan.windows as u64)
             + plan.bucket_count() as u64 * (point + 8)
@@ -338,6 +340,12 @@ impl MultiexpKernel {
         self.launch_entries.store(entries, Ordering::Relaxed);
     }
 
+    /// Launches of the bucket sums since the last call (for tests of the launch limit).
+    #[doc(hidden)]
+    pub fn take_segment_launches(&self) -> usize {
+        self.segment_launches.swap(0, Ordering::Relaxed)
+    }
+
     fn program(&self, group: &str) -> Result<Arc<BuiltProgram>, GpuError> {
         build(&self.device, &source::multiexp_source(group), "")
     }
@@ -369,8 +377,11 @@ impl MultiexpKernel {
         self.multiexp_interruptible(bases, scalars, &|| false)
     }
 
-    /// [`MultiexpKernel::multiexp`] that asks `interrupt` before each kernel launch and, when it
-    /// says yes, frees its buffers and returns [`GpuError::Interrupted`].
+    /// [`MultiexpKernel::multiexp`] that asks `interrupt` before each kernel launch and about
+    /// every millisecond while it waits for a transfer or a launch of the bucket sums; when it
+    /// says yes, lets the kernels already enqueued finish, frees its buffers and returns
+    /// [`GpuError::Interrupted`]. The last steps (folds and weighing, a few milliseconds) are not
+    /// interrupted: their call is nearly done, and its work would be lost.
     pub fn multiexp_interruptible<G: GpuCurve>(
         &self,
         bases: &[G],
@@ -398,6 +409,24 @@ impl MultiexpKernel {
                 "{n} terms do not fit one launch"
             )));
         }
+        let built = self.program(G::NAME)?;
+        let result = self.sum_on_device(&built, bases, scalars, interrupt);
+        // After an error, what is enqueued still runs: the device is not handed on busy.
+        if result.is_err() {
+            let _ = built.queue.finish();
+        }
+        result
+    }
+
+    /// The body of [`MultiexpKernel::multiexp_interruptible`], for 1 to `u32::MAX / 8` terms.
+    fn sum_on_device<G: GpuCurve>(
+        &self,
+        built: &BuiltProgram,
+        bases: &[G],
+        scalars: &[ScalarRepr],
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<G::Curve, GpuError> {
+        let n = bases.len();
         let affine_limbs = 2 * G::COORD_LIMBS;
         let point_limbs = 3 * G::COORD_LIMBS;
         let plan = Plan::new(n);
@@ -405,7 +434,6 @@ impl MultiexpKernel {
         // With debug logging, each phase is waited for and timed (for tuning; it costs a little).
         let timed = log::log_enabled!(log::Level::Debug);
         let mut phases: Vec<(&str, std::time::Instant)> = vec![("", std::time::Instant::now())];
-        let built = self.program(G::NAME)?;
         let q = built.queue.clone();
         let p = &built.program;
         let memory = &self.memory;
@@ -550,7 +578,7 @@ impl MultiexpKernel {
         // 2. Sort the terms by bucket.
         let entries = TrackedBuffer::new(&q, total, None, memory)?;
         check()?;
-        launch(
+        let done = enqueue(
             &kernel("msm_scatter", n)
                 .arg(&*scalars_buf)
                 .arg(&*cursor)
@@ -560,6 +588,7 @@ impl MultiexpKernel {
                 .arg(plan.windows as u32)
                 .build()?,
         )?;
+        settled(&q, wait_interruptible(&q, &done, interrupt))?;
         drop((scalars_buf, cursor));
         mark("scatter")?;
 
@@ -574,6 +603,7 @@ impl MultiexpKernel {
         for first in (0..segments).step_by(per_launch) {
             let end = (first + per_launch).min(segments);
             check()?;
+            self.segment_launches.fetch_add(1, Ordering::Relaxed);
             let done = enqueue(
                 &kernel("msm_segments", end - first)
                     .arg(&*bases_buf)
@@ -591,6 +621,9 @@ impl MultiexpKernel {
             settled(&q, wait_interruptible(&q, &done, interrupt))?;
         }
         drop((bases_buf, entries, offsets_buf));
+        // From here on nothing is interrupted: the folds and the weighing take a few milliseconds
+        // (about 5 at 2^20 G1 terms on the H200), the call is nearly done, and an interrupted
+        // call's device work is lost. The worker yields when the call returns.
         let mut input = parts;
         for (level, (ranges, dest)) in levels.iter().zip(tables) {
             let jobs = level.dest.len();
@@ -599,7 +632,6 @@ impl MultiexpKernel {
             } else {
                 Some(TrackedBuffer::new(&q, jobs * point_limbs, None, memory)?)
             };
-            check()?;
             launch(
                 &kernel("msm_fold", jobs)
                     .arg(&*input)
@@ -619,7 +651,6 @@ impl MultiexpKernel {
         // 4. Weigh the buckets by their digits, in groups, and add runs of groups.
         let groups = plan.group_count();
         let group_sums = TrackedBuffer::new(&q, groups * point_limbs, None, memory)?;
-        check()?;
         launch(
             &kernel("msm_reduce", groups)
                 .arg(&*bucket_sums)
@@ -633,7 +664,6 @@ impl MultiexpKernel {
         let outputs = plan.windows * plan.outputs_per_window();
         let summed = if plan.run > 1 {
             let summed = TrackedBuffer::new(&q, outputs * point_limbs, None, memory)?;
-            check()?;
             launch(
                 &kernel("msm_sum_runs", outputs)
                     .arg(&*group_sums)
@@ -648,17 +678,15 @@ impl MultiexpKernel {
             group_sums
         };
         let affine = TrackedBuffer::new(&q, outputs * affine_limbs, None, memory)?;
-        check()?;
-        let done = enqueue(
+        launch(
             &kernel("results_to_affine", outputs)
                 .arg(&*summed)
                 .arg(&*affine)
                 .arg(outputs as u32)
                 .build()?,
         )?;
-        // The folds and the weighing run meanwhile: waited for probing, the small read after.
-        settled(&q, wait_interruptible(&q, &done, interrupt))?;
         let mut out = vec![0u32; outputs * affine_limbs];
+        // Blocking: after every kernel above.
         affine.read(&mut out).queue(&q).enq()?;
         // Every device buffer is freed here, before the host's share of the work.
         drop((summed, affine));

@@ -638,6 +638,13 @@ impl ClaimInner {
                 self.release(k, true);
                 return None;
             }
+            // A preemption elsewhere in the process since the last call shortens this one.
+            let now = target_batch(self.priority);
+            if now != target {
+                let cap = self.shared().batch_cap.get(&key).copied();
+                batch = scale_batch(batch, target, now).min(cap.unwrap_or(usize::MAX));
+                target = now;
+            }
             let run: Vec<Range<usize>> = {
                 let mut q = lock(queue);
                 let mut run: Vec<Range<usize>> = Vec::with_capacity(batch);
@@ -654,12 +661,6 @@ impl ClaimInner {
             let (Some(first), Some(last)) = (run.first(), run.last()) else {
                 return Some(k);
             };
-            // A preemption elsewhere in the process since the last call shortens the next one.
-            let now = target_batch(self.priority);
-            if now != target {
-                batch = scale_batch(batch, target, now);
-                target = now;
-            }
             let range = first.start..last.end;
             let started = Instant::now();
             let result = k
@@ -705,9 +706,11 @@ impl ClaimInner {
                         let mut s = self.shared();
                         s.stats.out_of_memory += 1;
                         if chunks > 1 {
-                            // Fewer chunks at once, for the rest of this claim.
+                            // Fewer chunks at once, for the rest of this claim (a cap
+                            // only ever comes down).
                             batch = chunks / 2;
-                            s.batch_cap.insert(key.clone(), batch);
+                            let cap = s.batch_cap.entry(key.clone()).or_insert(batch);
+                            *cap = (*cap).min(batch);
                             learned_batches().insert(key.clone(), (batch, target));
                             drop(s);
                             log::info!(

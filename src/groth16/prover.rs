@@ -42,7 +42,6 @@ struct ProvingAssignment {
     aux_assignment: Vec<Scalar>,
 }
 
-/// Evaluates `lc`, marking the variables with non-zero coefficients in the density trackers.
 /// The sizes the parameters promise, reserved before synthesis: grown by doubling, the vectors of
 /// a 2^20-constraint witness were copied and faulted in anew several times, and the quotient then
 /// grew the evaluations once more to the domain's size.
@@ -79,6 +78,7 @@ impl ProvingAssignment {
     }
 }
 
+/// Evaluates `lc`, marking the variables with non-zero coefficients in the density trackers.
 fn eval(
     lc: &LinearCombination<Scalar>,
     mut input_density: Option<&mut Density>,
