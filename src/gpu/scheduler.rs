@@ -170,41 +170,21 @@ struct ClaimInner {
     stop: AtomicBool,
 }
 
-/// Device time one multiexp call of a GPU worker aims at (the chunks it takes at once) while this
-/// process has not been preempted lately, and at the top priority, which nobody preempts. A call
+/// Device time one multiexp call of a GPU worker aims at (the chunks it takes at once). A call
 /// pays a fixed part (the count's round trip, the weighing: 10-15 ms on the H200) and runs
-/// faster per term the more terms it has (a wider window), so long calls make a faster proof. A
+/// faster per term the more terms it has (a wider window), so long calls make a faster proof: a
+/// 2^24 proof alone took 18.4 s with this target and 31.6 s with 40 ms (H200, sixth session). A
 /// request does not wait for a whole call: its launches are waited for one by one, probing (see
-/// `GpuCurve::LAUNCH_ENTRIES`).
-const UNCONTESTED_BATCH: Duration = Duration::from_millis(160);
-/// The same after a preemption in this process within [`CONTESTED_FOR`]: the call a higher
-/// priority interrupts goes back to the queue whole, and its device time is lost, so a prover
-/// that is preempted keeps its calls short.
-const CONTESTED_BATCH: Duration = Duration::from_millis(40);
-const CONTESTED_FOR: Duration = Duration::from_secs(30);
+/// `GpuCurve::LAUNCH_ENTRIES`). What a preemption costs is the interrupted call's device work, at
+/// most this much. Shorter calls after a preemption (40 ms for 30 s) were tried: a low prover
+/// preempted every second or two then ran at the short calls' speed throughout, and lost 2.2x (2^20)
+/// and 4.1x (2^24) the time the high proofs held the device.
+const TARGET_BATCH: Duration = Duration::from_millis(160);
 
-/// When a prover of this process last gave a device up to a higher priority.
-fn last_preemption() -> MutexGuard<'static, Option<Instant>> {
-    static LAST: Mutex<Option<Instant>> = Mutex::new(None);
-    lock(&LAST)
-}
+/// Per device and group: chunks per call.
+type LearnedBatches = HashMap<(String, &'static str), usize>;
 
-/// The device time a call of a prover at `priority` aims at now.
-fn target_batch(priority: Priority) -> Duration {
-    let top = Priority::ALL[Priority::ALL.len() - 1];
-    let preempted_lately = last_preemption().is_some_and(|at| at.elapsed() < CONTESTED_FOR);
-    if priority != top && preempted_lately {
-        CONTESTED_BATCH
-    } else {
-        UNCONTESTED_BATCH
-    }
-}
-
-/// Per device and group: chunks per call, and the target time they were fitted to.
-type LearnedBatches = HashMap<(String, &'static str), (usize, Duration)>;
-
-/// Chunks per call last fitted to a target time (the second value), per device and group, for
-/// the whole process: a device's speed is not a property of one proof, and a claim that started
+/// Chunks per call last fitted to [`TARGET_BATCH`], per device and group, for the whole process: a device's speed is not a property of one proof, and a claim that started
 /// again from one chunk paid a call's fixed costs (about 15 ms on the H200, most of a 2^15-term
 /// call) per chunk for its whole first multiexp.
 fn learned_batches() -> MutexGuard<'static, LearnedBatches> {
@@ -479,7 +459,6 @@ impl ClaimInner {
         s.stats.live_at_release = s.stats.live_at_release.max(live);
         s.stats.peak_device = s.stats.peak_device.max(peak);
         if preempted {
-            *last_preemption() = Some(Instant::now());
             s.stats.preemptions += 1;
             s.lost = true;
             let latency = asked.map_or(Duration::ZERO, |a| a.elapsed());
@@ -614,7 +593,7 @@ impl ClaimInner {
 
     /// Takes chunks from the front until the queue is empty (keeps the device) or a higher
     /// priority asks or the device fails (releases it). A device takes a run of adjacent chunks
-    /// per multiexp call, as many as it computes in about [`target_batch`] (measured on its
+    /// per multiexp call, as many as it computes in about [`TARGET_BATCH`] (measured on its
     /// previous run): chunks stay small for the CPU's share and for the accounting, while a fast
     /// device is not slowed by a launch per small chunk. A preempted or failed run puts all its
     /// chunks back.
@@ -628,22 +607,15 @@ impl ClaimInner {
     ) -> Option<LockedKernel> {
         let key = (k.device.id.clone(), G::NAME);
         let cap = self.shared().batch_cap.get(&key).copied();
-        let mut target = target_batch(self.priority);
         let mut batch = learned_batches()
             .get(&key)
-            .map_or(1, |&(batch, at)| scale_batch(batch, at, target))
+            .copied()
+            .unwrap_or(1)
             .min(cap.unwrap_or(usize::MAX));
         loop {
             if k.should_yield() {
                 self.release(k, true);
                 return None;
-            }
-            // A preemption elsewhere in the process since the last call shortens this one.
-            let now = target_batch(self.priority);
-            if now != target {
-                let cap = self.shared().batch_cap.get(&key).copied();
-                batch = scale_batch(batch, target, now).min(cap.unwrap_or(usize::MAX));
-                target = now;
             }
             let run: Vec<Range<usize>> = {
                 let mut q = lock(queue);
@@ -692,8 +664,8 @@ impl ClaimInner {
                     }
                     let cap = s.batch_cap.get(&key).copied();
                     drop(s);
-                    batch = next_batch(batch, run.len(), elapsed, cap, target);
-                    learned_batches().insert(key.clone(), (batch, target));
+                    batch = next_batch(batch, run.len(), elapsed, cap, TARGET_BATCH);
+                    learned_batches().insert(key.clone(), batch);
                 }
                 Err(e) => {
                     let chunks = run.len();
@@ -711,7 +683,7 @@ impl ClaimInner {
                             batch = chunks / 2;
                             let cap = s.batch_cap.entry(key.clone()).or_insert(batch);
                             *cap = (*cap).min(batch);
-                            learned_batches().insert(key.clone(), (batch, target));
+                            learned_batches().insert(key.clone(), batch);
                             drop(s);
                             log::info!(
                                 "gpu: {} ran out of memory on {chunks} chunks ({e}); taking {batch}",
@@ -845,14 +817,6 @@ fn next_batch(
     next.min(cap.unwrap_or(usize::MAX)).max(1)
 }
 
-/// A batch fitted to the target time `from`, scaled to the target `to` (at least one chunk).
-fn scale_batch(batch: usize, from: Duration, to: Duration) -> usize {
-    if from == to || from.is_zero() {
-        return batch;
-    }
-    ((batch as f64 * to.as_secs_f64() / from.as_secs_f64()) as usize).max(1)
-}
-
 /// Whether the CPU takes the chunk at the back of `q` while `running` device workers take from
 /// the front. With no worker, always. With both speeds measured (`rates`: device, CPU), only when
 /// the devices would still be busy with the rest of the queue when the CPU is done with that
@@ -911,15 +875,12 @@ fn cpu_pool(priority: Priority, beside_devices: bool) -> Pool {
 
 #[cfg(test)]
 mod tests {
-    use super::{
-        cpu_pool, cpu_takes, last_preemption, next_batch, scale_batch, target_batch,
-        CONTESTED_BATCH, UNCONTESTED_BATCH,
-    };
+    use super::{cpu_pool, cpu_takes, next_batch};
     use crate::groth16::Priority;
     use crate::multicore::Pool;
     use std::collections::VecDeque;
     use std::ops::Range;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     #[test]
     fn the_cpu_takes_a_chunk_only_when_it_ends_before_the_devices() {
@@ -954,23 +915,6 @@ mod tests {
         // After running out of memory at 6 chunks the cap is 3.
         assert_eq!(next_batch(3, 3, ms(3), Some(3), T), 3);
         assert_eq!(next_batch(1, 1, ms(0), Some(3), T), 3);
-    }
-
-    #[test]
-    fn batches_scale_with_the_target_and_a_preemption_shortens_calls_below_the_top() {
-        let ms = Duration::from_millis;
-        assert_eq!(scale_batch(16, ms(160), ms(40)), 4);
-        assert_eq!(scale_batch(2, ms(160), ms(40)), 1);
-        assert_eq!(scale_batch(4, ms(40), ms(160)), 16);
-        assert_eq!(scale_batch(5, ms(40), ms(40)), 5);
-        let before = *last_preemption();
-        *last_preemption() = Some(Instant::now());
-        assert_eq!(target_batch(Priority::Low), CONTESTED_BATCH);
-        assert_eq!(target_batch(Priority::Normal), CONTESTED_BATCH);
-        assert_eq!(target_batch(Priority::High), UNCONTESTED_BATCH);
-        *last_preemption() = None;
-        assert_eq!(target_batch(Priority::Low), UNCONTESTED_BATCH);
-        *last_preemption() = before;
     }
 
     #[test]
