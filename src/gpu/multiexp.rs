@@ -374,7 +374,10 @@ impl MultiexpKernel {
         bases: &[G],
         scalars: &[ScalarRepr],
     ) -> Result<G::Curve, GpuError> {
-        self.multiexp_interruptible(bases, scalars, &|| false)
+        // Nothing to interrupt: the bucket sums go in one launch, with segments as long as fill
+        // the device (at 2^24 G1 terms, segments of 512 rather than 64: 430 ms against 480 ms
+        // of sums on the H200, sixth session).
+        self.run(bases, scalars, &|| false, false)
     }
 
     /// [`MultiexpKernel::multiexp`] that asks `interrupt` before each kernel launch and about
@@ -387,6 +390,17 @@ impl MultiexpKernel {
         bases: &[G],
         scalars: &[ScalarRepr],
         interrupt: &dyn Fn() -> bool,
+    ) -> Result<G::Curve, GpuError> {
+        self.run(bases, scalars, interrupt, true)
+    }
+
+    /// The two above: `bounded` cuts the bucket sums into launches of `LAUNCH_ENTRIES`.
+    fn run<G: GpuCurve>(
+        &self,
+        bases: &[G],
+        scalars: &[ScalarRepr],
+        interrupt: &dyn Fn() -> bool,
+        bounded: bool,
     ) -> Result<G::Curve, GpuError> {
         let n = bases.len();
         if n != scalars.len() {
@@ -410,7 +424,7 @@ impl MultiexpKernel {
             )));
         }
         let built = self.program(G::NAME)?;
-        let result = self.sum_on_device(&built, bases, scalars, interrupt);
+        let result = self.sum_on_device(&built, bases, scalars, interrupt, bounded);
         // After an error, what is enqueued still runs: the device is not handed on busy.
         if result.is_err() {
             let _ = built.queue.finish();
@@ -425,6 +439,7 @@ impl MultiexpKernel {
         bases: &[G],
         scalars: &[ScalarRepr],
         interrupt: &dyn Fn() -> bool,
+        bounded: bool,
     ) -> Result<G::Curve, GpuError> {
         let n = bases.len();
         let affine_limbs = 2 * G::COORD_LIMBS;
@@ -564,7 +579,8 @@ impl MultiexpKernel {
         // The fold passes' tables go up now, while the queue is nearly empty: uploaded after the
         // segments' launch, each would wait for that kernel.
         let launch_entries = match self.launch_entries.load(Ordering::Relaxed) {
-            0 => G::LAUNCH_ENTRIES,
+            0 if bounded => G::LAUNCH_ENTRIES,
+            0 => usize::MAX,
             limit => limit,
         };
         let segment = Plan::segment(total, launch_entries, G::LAUNCH_SEGMENTS);
@@ -601,7 +617,7 @@ impl MultiexpKernel {
         // next: a whole 2^20-term G2 call's sums are one long kernel a request would wait out.
         let per_launch = (launch_entries / segment).max(1);
         for first in (0..segments).step_by(per_launch) {
-            let end = (first + per_launch).min(segments);
+            let end = first.saturating_add(per_launch).min(segments);
             check()?;
             self.segment_launches.fetch_add(1, Ordering::Relaxed);
             let done = enqueue(
