@@ -31,7 +31,7 @@ static BESIDE_DEVICES: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
 static BACKGROUND: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
 
 /// How much lower the scheduling priority (nice value, up to 19) of the threads of
-/// [`install_in_background`] is than the thread that starts them.
+/// [`background_pool`] is than the thread that starts them.
 #[cfg(feature = "gpu")]
 const BACKGROUND_NICE: i32 = 10;
 
@@ -85,17 +85,13 @@ fn finish(builder: rayon::ThreadPoolBuilder, threads: usize) -> Option<rayon::Th
         .ok()
 }
 
-/// Runs `f` on a second, smaller pool that leaves a few threads to the GPU worker running
-/// beside it: the CPU's share of a multiexp split with a device. On the crate's whole pool it
-/// kept every core busy, and the device worker's host steps (staging writes, the count's round
-/// trip) took up to 5x longer (H200 host, 16 cores, sixth session), the device idling meanwhile.
+/// A second, smaller pool that leaves a few threads to the GPU worker running beside it: the
+/// CPU's share of a multiexp split with a device. On the crate's whole pool it kept every core
+/// busy, and the device worker's host steps (staging writes, the count's round trip) took up to 5x
+/// longer (H200 host, 16 cores, sixth session), the device idling meanwhile.
 #[cfg(feature = "gpu")]
-pub(crate) fn install_beside_devices<R, F>(f: F) -> R
-where
-    F: FnOnce() -> R + Send,
-    R: Send,
-{
-    let pool = BESIDE_DEVICES
+fn beside_devices_pool() -> Option<&'static rayon::ThreadPool> {
+    BESIDE_DEVICES
         .get_or_init(|| {
             // A device worker's thread and its staging fillers keep theirs.
             let all = threads();
@@ -104,26 +100,18 @@ where
                 all.saturating_sub(fill_threads() + 1).max(1),
             )
         })
-        .as_ref();
-    match pool {
-        Some(pool) => pool.install(f),
-        None => install(f),
-    }
+        .as_ref()
 }
 
-/// Runs `f` on a pool of as many threads as the crate's whose threads run at a lower scheduling
-/// priority (nice 10, on Unix): the CPU share of a low-priority prover. Preempted, such a prover
-/// goes on on every core, and the high-priority prover that took its device, with host work of its
-/// own (synthesis, transfers, the CPU side of its multiexps), was slowed by half (a 2^16 proof,
-/// 0.34 s alone and 0.51 s beside a 2^20 low one, H200 host, sixth session). The kernel gives the
-/// lower priority only what the others leave.
+/// A pool of as many threads as the crate's, running at a lower scheduling priority (nice + 10,
+/// on Linux): the CPU share of a low-priority prover. Preempted, such a prover goes on on every
+/// core beside the high-priority prover that took its device, which has host work of its own
+/// (synthesis, transfers, the CPU side of its multiexps): a 2^16 high proof took 0.34 s alone and
+/// 0.51 s beside a 2^20 low one (H200 host, sixth session; also 0.51 s at p50 in the run with this
+/// pool, so the gain is not shown yet).
 #[cfg(feature = "gpu")]
-pub(crate) fn install_in_background<R, F>(f: F) -> R
-where
-    F: FnOnce() -> R + Send,
-    R: Send,
-{
-    let pool = BACKGROUND
+fn background_pool() -> Option<&'static rayon::ThreadPool> {
+    BACKGROUND
         .get_or_init(|| {
             let all = threads();
             let builder = rayon::ThreadPoolBuilder::new()
@@ -132,11 +120,7 @@ where
                 .start_handler(|_| lower_this_threads_priority());
             finish(builder, all)
         })
-        .as_ref();
-    match pool {
-        Some(pool) => pool.install(f),
-        None => install(f),
-    }
+        .as_ref()
 }
 
 /// Raises the calling thread's nice value by [`BACKGROUND_NICE`], to at most 19 (Linux schedules
@@ -168,23 +152,27 @@ fn lower_this_threads_priority() {
 pub(crate) enum Pool {
     /// The crate's pool ([`install`]).
     Main,
-    /// The smaller pool beside running device workers ([`install_beside_devices`]).
+    /// The smaller pool beside running device workers ([`beside_devices_pool`]).
     BesideDevices,
-    /// The lower-priority pool ([`install_in_background`]).
+    /// The lower-priority pool ([`background_pool`]).
     Background,
 }
 
-/// Runs `f` on `pool`.
+/// Runs `f` on `pool` (on the crate's pool if that one could not be started).
 #[cfg(feature = "gpu")]
 pub(crate) fn install_on<R, F>(pool: Pool, f: F) -> R
 where
     F: FnOnce() -> R + Send,
     R: Send,
 {
-    match pool {
-        Pool::Main => install(f),
-        Pool::BesideDevices => install_beside_devices(f),
-        Pool::Background => install_in_background(f),
+    let chosen = match pool {
+        Pool::Main => None,
+        Pool::BesideDevices => beside_devices_pool(),
+        Pool::Background => background_pool(),
+    };
+    match chosen {
+        Some(pool) => pool.install(f),
+        None => install(f),
     }
 }
 
@@ -210,7 +198,7 @@ pub fn num_threads() -> usize {
 
 #[cfg(all(test, feature = "gpu", target_os = "linux"))]
 mod tests {
-    use super::{install_in_background, install_on, Pool, BACKGROUND_NICE};
+    use super::{install_on, Pool, BACKGROUND_NICE};
 
     /// The nice value of the calling thread.
     #[allow(unsafe_code)]
@@ -225,7 +213,7 @@ mod tests {
     #[test]
     fn background_work_runs_at_a_lower_priority_and_other_work_does_not() {
         let ours = nice();
-        let background = install_in_background(nice);
+        let background = install_on(Pool::Background, nice);
         // Raising a nice value is always allowed. (The pool's threads start from the nice value
         // of the thread that first used it: this one, unless another test got there first from
         // a thread at the same value.)

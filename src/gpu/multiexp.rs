@@ -432,7 +432,7 @@ impl MultiexpKernel {
         result
     }
 
-    /// The body of [`MultiexpKernel::multiexp_interruptible`], for 1 to `u32::MAX / 8` terms.
+    /// The device's part of `run`, for 1 to `u32::MAX / 8` terms.
     fn sum_on_device<G: GpuCurve>(
         &self,
         built: &BuiltProgram,
@@ -839,24 +839,21 @@ pub fn multiexp_split<G: GpuCurve>(
 #[allow(unsafe_code)]
 fn enqueue(kernel: &ocl::Kernel) -> Result<ocl::Event, GpuError> {
     let mut done = ocl::Event::empty();
-    // SAFETY: as for `launch`.
+    // SAFETY: the kernels of ec.cl and multiexp.cl bounds-check their work-item index against
+    // their count argument (`msm_segments` also against its launch's `end_segment`), and
+    // `multiexp` sizes every buffer for those counts with the argument types of the kernels'
+    // signatures: two coordinates of 12 limbs per base in G1 (24 in G2), 8 limbs per scalar, one
+    // counter per bucket and one offset more, one entry per nonzero digit (the offsets' total, so
+    // the scatter's atomic cursors stay inside), one Jacobian point per bucket, two per segment
+    // (head and tail), one per fold job, group and output; the fold levels' ranges lie inside
+    // their input ([`fold_levels`], unit-tested) and their destinations inside their output.
     unsafe { kernel.cmd().enew(&mut done).enq()? };
     Ok(done)
 }
 
-/// Enqueues a kernel built by this module.
-#[allow(unsafe_code)]
+/// Enqueues a kernel built by this module, without waiting for it.
 fn launch(kernel: &ocl::Kernel) -> Result<(), GpuError> {
-    // SAFETY: the kernels of ec.cl and multiexp.cl bounds-check their work-item index against
-    // their count argument, and `multiexp` sizes every buffer for those counts with the argument
-    // types of the kernels' signatures: two coordinates of 12 limbs per base in G1 (24 in G2),
-    // 8 limbs per scalar, one counter per bucket and one offset more, one entry per nonzero digit
-    // (the offsets' total, so the scatter's atomic cursors stay inside), one Jacobian point per
-    // bucket, two per segment (head and tail), one per fold job, group and output; the fold
-    // levels' ranges lie inside their input ([`fold_levels`], unit-tested) and their
-    // destinations inside their output.
-    unsafe { kernel.enq()? };
-    Ok(())
+    enqueue(kernel).map(drop)
 }
 
 #[cfg(test)]
