@@ -5,8 +5,8 @@
 //! The terms are sorted into buckets on the device and each bucket is summed by work-items of
 //! bounded, equal work (the steps are described at the top of `cl/multiexp.cl`); the window width
 //! is chosen per call from the number of terms ([`Plan`]). Bases cross as blst's Montgomery limbs,
-//! which are the device's own form; the few result points come back as canonical affine
-//! coordinates and the host weighs and adds them.
+//! which are the device's own form; the few result points come back the same way, in Jacobian
+//! coordinates, and the host weighs and adds them.
 
 use super::buffer::{settled, wait_interruptible, write_limbs, DeviceMemory, TrackedBuffer};
 use super::device::Device;
@@ -15,7 +15,6 @@ use super::program::{build, BuiltProgram};
 use super::source;
 use crate::multiexp::{CurveAffine, ScalarRepr};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
-use group::prime::PrimeCurveAffine;
 use group::Group;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -42,15 +41,24 @@ pub trait GpuCurve: CurveAffine {
     /// blst's form and the device's), zeros for the identity, straight into `out` (the staging
     /// memory: no intermediate vector, as this runs for every base of every call).
     fn write_coords(&self, out: &mut [u32]);
-    /// The point from canonical limbs of `x` and `y` (all zero for the identity).
-    fn from_coords(limbs: &[u32]) -> Result<Self, GpuError>;
+    /// The projective point from the device's Jacobian `x`, `y` and `z` in Montgomery form (R =
+    /// 2^384, blst's own), each below P; `z = 0` is the identity. A point off the curve (a
+    /// faulty device) is an error.
+    fn from_jacobian(limbs: &[u32]) -> Result<Self::Curve, GpuError>;
 }
 
-/// Writes `FQ_LIMBS` little-endian limbs as 48 big-endian bytes.
-fn fq_be(limbs: &[u32], out: &mut [u8]) {
-    for (i, limb) in limbs.iter().enumerate() {
-        let at = 48 - 4 * (i + 1);
-        out[at..at + 4].copy_from_slice(&limb.to_be_bytes());
+/// Reads `FQ_LIMBS` little-endian 32-bit limbs into blst's six 64-bit ones.
+fn read_fq(limbs: &[u32], out: &mut blst::blst_fp) {
+    for (l, pair) in out.l.iter_mut().zip(limbs.chunks_exact(2)) {
+        *l = pair[0] as u64 | (pair[1] as u64) << 32;
+    }
+}
+
+fn checked<P: Group>(point: P, on_curve: bool) -> Result<P, GpuError> {
+    if on_curve {
+        Ok(point)
+    } else {
+        Err(not_on_curve())
     }
 }
 
@@ -71,15 +79,14 @@ impl GpuCurve for G1Affine {
         write_limbs(&raw.y.l, y);
     }
 
-    fn from_coords(limbs: &[u32]) -> Result<Self, GpuError> {
-        if limbs.iter().all(|l| *l == 0) {
-            return Ok(G1Affine::identity());
+    fn from_jacobian(limbs: &[u32]) -> Result<G1Projective, GpuError> {
+        let mut point = G1Projective::identity();
+        let raw: &mut blst::blst_p1 = point.as_mut();
+        for (i, fp) in [&mut raw.x, &mut raw.y, &mut raw.z].into_iter().enumerate() {
+            read_fq(&limbs[i * FQ_LIMBS..(i + 1) * FQ_LIMBS], fp);
         }
-        // The uncompressed encoding: x then y, 48 bytes big-endian each, no flags set.
-        let mut bytes = [0u8; 96];
-        fq_be(&limbs[..FQ_LIMBS], &mut bytes[..48]);
-        fq_be(&limbs[FQ_LIMBS..], &mut bytes[48..]);
-        Option::from(G1Affine::from_uncompressed_unchecked(&bytes)).ok_or_else(not_on_curve)
+        let on_curve = bool::from(point.is_on_curve());
+        checked(point, on_curve)
     }
 }
 
@@ -102,20 +109,21 @@ impl GpuCurve for G2Affine {
         }
     }
 
-    fn from_coords(limbs: &[u32]) -> Result<Self, GpuError> {
-        if limbs.iter().all(|l| *l == 0) {
-            return Ok(G2Affine::identity());
+    fn from_jacobian(limbs: &[u32]) -> Result<G2Projective, GpuError> {
+        let mut point = G2Projective::identity();
+        let raw: &mut blst::blst_p2 = point.as_mut();
+        // Each Fq2 coordinate is c0 then c1, on the device as in blst.
+        let fps = [&mut raw.x, &mut raw.y, &mut raw.z]
+            .into_iter()
+            .flat_map(|c| c.fp.iter_mut());
+        for (fp, part) in fps.zip(limbs.chunks_exact(FQ_LIMBS)) {
+            read_fq(part, fp);
         }
-        // The uncompressed encoding: x.c1, x.c0, y.c1, y.c0, 48 bytes big-endian each.
-        let mut bytes = [0u8; 192];
-        let part = |i: usize| &limbs[i * FQ_LIMBS..(i + 1) * FQ_LIMBS];
-        fq_be(part(1), &mut bytes[..48]);
-        fq_be(part(0), &mut bytes[48..96]);
-        fq_be(part(3), &mut bytes[96..144]);
-        fq_be(part(2), &mut bytes[144..]);
-        Option::from(G2Affine::from_uncompressed_unchecked(&bytes)).ok_or_else(not_on_curve)
+        let on_curve = bool::from(point.is_on_curve());
+        checked(point, on_curve)
     }
 }
+
 /// How one multiexp is cut up on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -205,27 +213,33 @@ struct FoldLevel {
     last: bool,
 }
 
-/// The passes that finish the buckets `msm_segments` left: each crossing bucket's parts (a range
-/// of the interleaved heads and tails) are added `FOLD` at a time until one point is left, which
-/// the last pass writes to the bucket; the last pass also writes the identity to empty buckets.
-/// `offsets` are the buckets' entry offsets (one more than the buckets).
+/// Segment borders a bucket may cross and still be finished by `msm_fold_direct` (one work-item
+/// per bucket adds its parts, at most this many plus one). Only longer buckets (the top window's
+/// few crowded ones, or equal scalars) are planned on the host: planning every crossing bucket
+/// there took 5-10 ms of a 2^20-term call (16-bit windows, 2^19 buckets) before any sum began.
+const DIRECT_CROSSINGS: usize = 16;
+
+/// The passes that finish the long buckets `msm_segments` and `msm_fold_direct` left (those that
+/// cross more than `DIRECT_CROSSINGS` segment borders): each one's parts (a range of the
+/// interleaved heads and tails) are added `FOLD` at a time until one point is left, which the
+/// last pass writes to the bucket. `offsets` are the buckets' entry offsets (one more than the
+/// buckets); `segment` is a power of two.
 fn fold_levels(offsets: &[u32], segment: usize) -> Vec<FoldLevel> {
-    let mut empty = Vec::new();
+    let shift = segment.trailing_zeros();
     // (bucket, range of its points in this pass's input)
     let mut spans = Vec::new();
     for (k, w) in offsets.windows(2).enumerate() {
-        let (a, e) = (w[0] as usize, w[1] as usize);
+        let (a, e) = (w[0], w[1]);
         if a == e {
-            empty.push(k as u32);
             continue;
         }
-        let (first, last) = (a / segment, (e - 1) / segment);
-        if first < last {
-            spans.push((k as u32, (2 * first + 1) as u32, (2 * last + 1) as u32));
+        let (first, last) = (a >> shift, (e - 1) >> shift);
+        if (last - first) as usize > DIRECT_CROSSINGS {
+            spans.push((k as u32, 2 * first + 1, 2 * last + 1));
         }
     }
     let mut levels = Vec::new();
-    while !spans.is_empty() || !empty.is_empty() {
+    while !spans.is_empty() {
         let last = spans.iter().all(|&(_, s, e)| (e - s) as usize <= FOLD);
         let mut level = FoldLevel {
             last,
@@ -246,11 +260,6 @@ fn fold_levels(offsets: &[u32], segment: usize) -> Vec<FoldLevel> {
             next.push((k, first_job, level.dest.len() as u32));
         }
         if last {
-            for &k in &empty {
-                level.ranges.extend([0, 0]);
-                level.dest.push(k);
-            }
-            empty.clear();
             next.clear();
         }
         levels.push(level);
@@ -636,10 +645,21 @@ impl MultiexpKernel {
             )?;
             settled(&q, wait_interruptible(&q, &done, interrupt))?;
         }
-        drop((bases_buf, entries, offsets_buf));
+        drop((bases_buf, entries));
         // From here on nothing is interrupted: the folds and the weighing take a few milliseconds
         // (about 5 at 2^20 G1 terms on the H200), the call is nearly done, and an interrupted
         // call's device work is lost. The worker yields when the call returns.
+        launch(
+            &kernel("msm_fold_direct", bucket_count)
+                .arg(&*parts)
+                .arg(&*offsets_buf)
+                .arg(&*bucket_sums)
+                .arg(bucket_count as u32)
+                .arg(segment.trailing_zeros())
+                .arg(DIRECT_CROSSINGS as u32)
+                .build()?,
+        )?;
+        drop(offsets_buf);
         let mut input = parts;
         for (level, (ranges, dest)) in levels.iter().zip(tables) {
             let jobs = level.dest.len();
@@ -693,24 +713,18 @@ impl MultiexpKernel {
         } else {
             group_sums
         };
-        let affine = TrackedBuffer::new(&q, outputs * affine_limbs, None, memory)?;
-        launch(
-            &kernel("results_to_affine", outputs)
-                .arg(&*summed)
-                .arg(&*affine)
-                .arg(outputs as u32)
-                .build()?,
-        )?;
-        let mut out = vec![0u32; outputs * affine_limbs];
+        // The sums come back in Jacobian form: blst adds them as they are, and the inversions a
+        // conversion to affine needs took one long serial work-item each on the device.
+        let mut out = vec![0u32; outputs * point_limbs];
         // Blocking: after every kernel above.
-        affine.read(&mut out).queue(&q).enq()?;
+        summed.read(&mut out).queue(&q).enq()?;
         // Every device buffer is freed here, before the host's share of the work.
-        drop((summed, affine));
+        drop(summed);
         mark("weigh")?;
 
         let points = out
-            .chunks_exact(affine_limbs)
-            .map(G::from_coords)
+            .chunks_exact(point_limbs)
+            .map(G::from_jacobian)
             .collect::<Result<Vec<_>, _>>()?;
         let per_window = plan.outputs_per_window();
         let mut acc = G::Curve::identity();
@@ -719,7 +733,7 @@ impl MultiexpKernel {
                 acc = acc.double();
             }
             for point in &points[w * per_window..(w + 1) * per_window] {
-                point.add_to(&mut acc);
+                acc += point;
             }
         }
         mark("host sum")?;
@@ -858,7 +872,7 @@ fn launch(kernel: &ocl::Kernel) -> Result<(), GpuError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{fold_levels, Plan, FOLD};
+    use super::{fold_levels, Plan, DIRECT_CROSSINGS, FOLD};
 
     /// `msm_segments` then the fold passes, on integers: entry `j` is worth `j + 1`, and every
     /// bucket must end as the sum of its entries, with no pass adding more than `FOLD` points
@@ -889,6 +903,21 @@ mod tests {
                 } else {
                     sums[k] = Some(acc);
                 }
+            }
+        }
+        // msm_fold_direct: empty buckets, and crossing ones of at most DIRECT_CROSSINGS borders.
+        for k in 0..buckets {
+            let (a, e) = (offsets[k] as usize, offsets[k + 1] as usize);
+            if a == e {
+                assert!(sums[k].is_none());
+                sums[k] = Some(0);
+                continue;
+            }
+            let (first, last) = (a / segment, (e - 1) / segment);
+            if first < last && last - first <= DIRECT_CROSSINGS {
+                assert!(sums[k].is_none(), "bucket {k} written twice");
+                let heads: u64 = (first + 1..=last).map(|s| parts[2 * s]).sum();
+                sums[k] = Some(parts[2 * first + 1] + heads);
             }
         }
         let levels = fold_levels(&offsets, segment);
@@ -923,17 +952,23 @@ mod tests {
     #[test]
     fn folds_finish_every_bucket_in_bounded_passes() {
         // Even buckets, buckets of about a segment, empty ones, and one bucket of 5000 entries
-        // (313 segments: 626 parts, three passes of 16).
+        // (313 segments: 624 parts after its first tail, three passes of 16).
         let mut counts: Vec<u32> = (0..200).map(|k| (k * 7 % 23) as u32).collect();
         counts[50] = 5000;
         counts[51] = 0;
         assert_eq!(fold_on_integers(&counts, 16), 3);
-        // Nothing crosses a segment and nothing is empty: no pass at all.
+        // Nothing crosses a segment or only a few borders, and empty buckets: no planned pass.
         assert_eq!(fold_on_integers(&[16; 10], 16), 0);
-        // Only empty buckets besides whole ones: one pass writes their identity.
-        assert_eq!(fold_on_integers(&[16, 0, 16], 16), 1);
-        assert_eq!(fold_on_integers(&[0, 0, 0], 16), 1);
-        assert_eq!(fold_on_integers(&[40, 3, 100], 32), 1);
+        assert_eq!(fold_on_integers(&[16, 0, 16], 16), 0);
+        assert_eq!(fold_on_integers(&[0, 0, 0], 16), 0);
+        assert_eq!(fold_on_integers(&[40, 3, 100], 32), 0);
+        // A bucket that crosses DIRECT_CROSSINGS borders is direct; one that crosses one more is
+        // planned (34 parts: three jobs, then one), wherever in a segment it starts.
+        let direct = (DIRECT_CROSSINGS * 16) as u32 + 1;
+        assert_eq!(fold_on_integers(&[15, direct, 3], 16), 0);
+        assert_eq!(fold_on_integers(&[15, direct + 16, 3], 16), 2);
+        assert_eq!(fold_on_integers(&[16, direct + 15, 3], 16), 0);
+        assert_eq!(fold_on_integers(&[16, direct + 16, 3], 16), 2);
     }
 
     #[test]

@@ -160,8 +160,9 @@ pub fn fft_source() -> String {
     s
 }
 
-/// The source of the multiexp kernels of one group (`G1_multiexp`, `G1_bases_to_mont`,
-/// `G1_results_to_affine`, or the same for `G2`): G1 over `Fq`, G2 over `Fq2`. The groups are
+/// The source of the multiexp kernels of one group (`G1_msm_count`, `G1_msm_scatter`,
+/// `G1_msm_segments`, the folds and the weighing, or the same for `G2`): G1 over `Fq`, G2 over
+/// `Fq2`. The groups are
 /// separate programs, so that a caller of one does not wait for the other's compilation.
 pub fn multiexp_source(group: &str) -> String {
     let mut s = String::from(PRELUDE);

@@ -1,7 +1,7 @@
 // Points of a short Weierstrass curve y^2 = x^3 + b with a = 0, coordinates in FIELD
 // (instantiated as G1 over Fq and G2 over Fq2); FIELD must provide zero, one, is_zero, eq, add,
-// sub, double, neg, mul, sqr, inverse, to_mont and from_mont. Projective points are Jacobian (X, Y, Z) for (X / Z^2, Y / Z^3),
-// the identity has Z = 0. Affine bases are (x, y) with the identity encoded as x = y = 0, as blst
+// sub, double, neg, mul and sqr. Projective points are Jacobian (X, Y, Z) for (X / Z^2, Y / Z^3),
+// the identity has Z = 0 (results go to the host this way: blst keeps the same coordinates). Affine bases are (x, y) with the identity encoded as x = y = 0, as blst
 // does (no affine point of these curves has y = 0). Every function handles the identity in every
 // input position, and equal or opposite inputs: a multiexp meets all of these.
 // Formulas: Bernstein and Lange, Explicit-Formulas Database, dbl-2009-l, add-2007-bl,
@@ -99,23 +99,4 @@ POINT_FN POINT PT(add_affine)(POINT p, CAT(POINT, _affine) q) {
 POINT PT(neg)(POINT p) {
     p.y = FN(neg)(p.y);
     return p;
-}
-
-// Jacobian results to canonical affine coordinates; the identity comes out as x = y = 0.
-__kernel void PT(results_to_affine)(__global const POINT *points,
-                                    __global CAT(POINT, _affine) *out, uint n) {
-    uint i = get_global_id(0);
-    if (i >= n) return;
-    POINT p = points[i];
-    CAT(POINT, _affine) a;
-    if (PT(is_identity)(p)) {
-        a.x = FN(zero)();
-        a.y = FN(zero)();
-    } else {
-        FIELD zi = FN(inverse)(p.z);
-        FIELD zi2 = FN(sqr)(zi);
-        a.x = FN(from_mont)(FN(mul)(p.x, zi2));
-        a.y = FN(from_mont)(FN(mul)(p.y, FN(mul)(zi2, zi)));
-    }
-    out[i] = a;
 }

@@ -239,20 +239,3 @@ FIELD FN(from_mont)(FIELD a) {
     one.v[0] = 1;
     return FN(mul)(a, one);
 }
-
-// Inversion by Fermat's little theorem, a^(P - 2) (0 for 0); used only to hand results back in
-// affine form, a few per multiexp.
-FIELD FN(inverse)(FIELD a) {
-    FIELD e;
-    for (int i = 0; i < FIELD_LIMBS; i++) e.v[i] = FN(P)[i];
-    e.v[0] -= 2;  // P is odd and above 2, so no borrow
-    FIELD r = FN(one)();
-    for (int i = FIELD_LIMBS - 1; i >= 0; i--) {
-        for (int k = 31; k >= 0; k--) {
-            r = FN(sqr)(r);
-            if ((e.v[i] >> k) & 1) r = FN(mul)(r, a);
-        }
-    }
-    return r;
-}
-

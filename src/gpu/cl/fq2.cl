@@ -64,23 +64,3 @@ FQ2_FN Fq2 Fq2_sqr(Fq2 a) {
     r.c0 = Fq_mul(Fq_add(a.c0, a.c1), Fq_sub(a.c0, a.c1));
     return r;
 }
-
-// 1 / (a0 + a1 u) = (a0 - a1 u) / (a0^2 + a1^2)
-Fq2 Fq2_inverse(Fq2 a) {
-    Fq t = Fq_inverse(Fq_add(Fq_sqr(a.c0), Fq_sqr(a.c1)));
-    a.c0 = Fq_mul(a.c0, t);
-    a.c1 = Fq_neg(Fq_mul(a.c1, t));
-    return a;
-}
-
-Fq2 Fq2_to_mont(Fq2 a) {
-    a.c0 = Fq_to_mont(a.c0);
-    a.c1 = Fq_to_mont(a.c1);
-    return a;
-}
-
-Fq2 Fq2_from_mont(Fq2 a) {
-    a.c0 = Fq_from_mont(a.c0);
-    a.c1 = Fq_from_mont(a.c1);
-    return a;
-}

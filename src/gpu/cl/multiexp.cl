@@ -7,10 +7,10 @@
 //   segments  the entries cut into equal segments, one work-item each: a bucket that lies inside
 //             one segment is summed there; the parts of a bucket that crosses segment borders go
 //             to the segment's head (the bucket began before) or tail (it goes on after);
-//   fold      each crossing bucket = its first segment's tail + the heads of the segments after,
-//             added at most FOLD at a time by each work-item, in as many passes as the longest
-//             bucket needs (the host plans the passes from the offsets); empty buckets get the
-//             identity in the last pass;
+//   fold      each crossing bucket = its first segment's tail + the heads of the segments after:
+//             one work-item per bucket (msm_fold_direct, which also gives empty buckets the
+//             identity), except the few long ones, added at most FOLD at a time by each
+//             work-item in as many passes as the longest needs (msm_fold; the host plans them);
 //   reduce    per window, groups of buckets weighed by digit (running sums), then runs of groups
 //             added, so that few points go back to the host.
 // Every work-item does bounded work whatever the scalars are (equal scalars only add fold passes,
@@ -117,6 +117,29 @@ __kernel void PT(msm_segments)(__global const CAT(POINT, _affine) *bases,
     }
     parts[2 * seg] = head;
     parts[2 * seg + 1] = tail;
+}
+
+// Work-item k finishes bucket k unless msm_segments did (it lay inside one segment) or the bucket
+// is long (it crosses more than max_crossings segment borders; msm_fold does those): an empty
+// bucket gets the identity, a crossing one the tail of its first segment plus the heads of the
+// segments after (the tails of the segments inside it are the identity).
+__kernel void PT(msm_fold_direct)(__global const POINT *parts, __global const uint *offsets,
+                                  __global POINT *bucket_sums, uint bucket_count, uint shift,
+                                  uint max_crossings) {
+    uint k = get_global_id(0);
+    if (k >= bucket_count) return;
+    uint a = offsets[k];
+    uint e = offsets[k + 1];
+    if (a == e) {
+        bucket_sums[k] = PT(identity)();
+        return;
+    }
+    uint first = a >> shift;
+    uint last = (e - 1) >> shift;
+    if (first == last || last - first > max_crossings) return;
+    POINT acc = parts[2 * first + 1];
+    for (uint s = first + 1; s <= last; s++) acc = PT(add)(acc, parts[2 * s]);
+    bucket_sums[k] = acc;
 }
 
 // Job j adds in[ranges[2 j]], ..., in[ranges[2 j + 1] - 1] (the identity for an empty range) and
