@@ -567,6 +567,10 @@ where
         )));
     }
     let start = Instant::now();
+    #[cfg(feature = "gpu")]
+    if options.use_gpu {
+        crate::gpu::backend::ready_in_background();
+    }
     let count = circuits.len();
     let size = AssignmentSize::of(&params);
     let assignments: Vec<ProvingAssignment> = multicore::install(|| {
