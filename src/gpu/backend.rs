@@ -204,8 +204,16 @@ pub fn devices() -> &'static [GpuDevice] {
             let handles: Vec<_> = found
                 .iter()
                 .map(|dev| {
-                    let fft = scope.spawn(move || FftKernel::new(dev));
-                    let msm = scope.spawn(move || MultiexpKernel::new(dev));
+                    let fft = scope.spawn(move || {
+                        let kernel = FftKernel::new(dev)?;
+                        warmed(kernel.warm_up(), dev, "FFT")?;
+                        Ok(kernel)
+                    });
+                    let msm = scope.spawn(move || {
+                        let kernel = MultiexpKernel::new(dev)?;
+                        warmed(kernel.warm_up(), dev, "multiexp")?;
+                        Ok(kernel)
+                    });
                     (dev, fft, msm)
                 })
                 .collect();
@@ -256,6 +264,20 @@ pub fn ready_in_background() {
 /// The ids of the devices of this process, for [`super::locks::status`].
 pub fn device_ids() -> Vec<String> {
     devices().iter().map(|d| d.id.clone()).collect()
+}
+
+/// The outcome of a kernel's warm-up: a wrong result makes the device unusable; any other
+/// failure (its memory taken by another process, say) only costs the first call the warm-up's
+/// time, so it is logged and the device kept.
+fn warmed(result: Result<(), GpuError>, dev: &device::Device, what: &str) -> Result<(), GpuError> {
+    match result {
+        Err(e @ GpuError::WrongResult(_)) => Err(e),
+        Err(e) => {
+            log::warn!("gpu: {} {what} warm-up failed ({e}); kept", dev.name);
+            Ok(())
+        }
+        Ok(()) => Ok(()),
+    }
 }
 
 fn join<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T, GpuError>>) -> Result<T, GpuError> {

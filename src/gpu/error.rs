@@ -26,6 +26,10 @@ pub enum GpuError {
     /// out-of-resources status). The scheduler retries with fewer chunks, then the CPU.
     #[error("the device ran out of memory: {0}")]
     OutOfMemory(String),
+    /// The device returned a result that cannot be right (a point off the curve, or a check
+    /// computation that differs from the CPU's): a faulty device or driver.
+    #[error("the device computed a wrong result: {0}")]
+    WrongResult(String),
     /// Input that the kernels cannot take (a size that does not fit, mismatched lengths).
     #[error("invalid GPU input: {0}")]
     InvalidInput(String),

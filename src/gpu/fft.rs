@@ -134,6 +134,26 @@ impl FftKernel {
         })
     }
 
+    /// One small quotient, checked against the CPU's, so that the kernels are loaded and the
+    /// staging memory mapped before the first proof needs them (see
+    /// [`super::MultiexpKernel::warm_up`]).
+    pub fn warm_up(&self) -> Result<(), GpuError> {
+        let n = 1u64 << 10;
+        let values =
+            |seed: u64| -> Vec<Scalar> { (0..n).map(|i| Scalar::from(seed + i * i)).collect() };
+        let (a, b, c) = (values(1), values(2), values(3));
+        let got = self.quotient(&a, &b, &c)?;
+        let want = crate::domain::quotient(a, b, c)
+            .map_err(|e| GpuError::InvalidInput(format!("the CPU's warm-up quotient: {e}")))?;
+        if got == want {
+            Ok(())
+        } else {
+            Err(GpuError::WrongResult(
+                "the warm-up quotient differs from the CPU's".into(),
+            ))
+        }
+    }
+
     /// Bytes of device memory held by transforms running on this kernel now (0 between calls).
     pub fn live_device_bytes(&self) -> u64 {
         self.memory.live()

@@ -14,7 +14,8 @@ use super::error::GpuError;
 use super::program::{build, BuiltProgram};
 use super::source;
 use crate::multiexp::{CurveAffine, ScalarRepr};
-use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::Field;
 use group::Group;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -63,7 +64,7 @@ fn checked<P: Group>(point: P, on_curve: bool) -> Result<P, GpuError> {
 }
 
 fn not_on_curve() -> GpuError {
-    GpuError::Ocl("the device returned a point that is not on the curve".into())
+    GpuError::WrongResult("a point that is not on the curve".into())
 }
 
 impl GpuCurve for G1Affine {
@@ -268,6 +269,11 @@ fn fold_levels(offsets: &[u32], segment: usize) -> Vec<FoldLevel> {
     levels
 }
 
+/// Terms of the warm-up multiexp ([`MultiexpKernel::warm_up`]): a 9-bit window, whose weighing
+/// sums runs of groups, and with every term equal, buckets long enough to be folded in passes, so
+/// that every kernel a call can use is launched.
+const WARM_UP_TERMS: usize = 4096;
+
 /// The multiexp kernels for one device; each group's program is built at its first use (and then
 /// comes from the caches).
 #[derive(Debug)]
@@ -366,6 +372,30 @@ impl MultiexpKernel {
         scalars: &[ScalarRepr],
     ) -> Result<G1Projective, GpuError> {
         self.multiexp(bases, scalars)
+    }
+
+    /// One small multiexp in each group, checked: the driver loads a kernel at its first launch
+    /// and the first transfer maps the pinned staging memory (a new process's first G1 and G2
+    /// calls took 100-140 ms on the H200, sixth session). Run while a first proof's witness is
+    /// synthesized, that is off the proof's path. It runs outside the lock protocol, as creating
+    /// the context does: some hundred KiB of device memory for a few milliseconds.
+    pub fn warm_up(&self) -> Result<(), GpuError> {
+        fn group<G: GpuCurve>(kernel: &MultiexpKernel) -> Result<(), GpuError> {
+            let s = Scalar::from(0x9e37_79b9_7f4a_7c15u64).square();
+            let bases = vec![G::generator(); WARM_UP_TERMS];
+            let scalars = vec![ScalarRepr::from(&s); WARM_UP_TERMS];
+            let got = kernel.multiexp(&bases, &scalars)?;
+            if got == G::generator() * (s * Scalar::from(WARM_UP_TERMS as u64)) {
+                Ok(())
+            } else {
+                Err(GpuError::WrongResult(format!(
+                    "the {} warm-up multiexp differs from the CPU's",
+                    G::NAME
+                )))
+            }
+        }
+        group::<G1Affine>(self)?;
+        group::<G2Affine>(self)
     }
 
     /// `sum_i scalars[i] * bases[i]` in G2.
@@ -986,6 +1016,8 @@ mod tests {
             assert!(plan.group_len <= 32 && plan.group_len.is_power_of_two());
             assert!(plan.outputs_per_window() >= 1);
         }
+        // The warm-up launches every kernel: runs of groups are summed.
+        assert!(Plan::new(super::WARM_UP_TERMS).run > 1);
         assert_eq!(Plan::segment(10, 1 << 23, 1 << 17), 16);
         // Each launch's share fills the device: 2^17 segments of 64 in 2^23 entries.
         assert_eq!(Plan::segment(1 << 28, 1 << 23, 1 << 17), 64);
