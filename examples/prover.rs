@@ -4,7 +4,7 @@
 //! cargo run --release --features gpu --example prover -- --demo [--fake] [--low K] [--high K] \
 //!     [--rounds N] [--alone]
 //! cargo run --release --features gpu --example prover -- --circuit squares|sha256 \
-//!     --log2-constraints K --priority low|normal|high --proofs N [--json]
+//!     --log2-constraints K --priority low|normal|high --proofs N [--json] [--after-go]
 //! ```
 //!
 //! A prover run generates the circuit's parameters once and caches them under `params-cache/`,
@@ -16,7 +16,10 @@
 //! (or a machine without an OpenCL GPU) runs the demo on a fake device of known speed.
 //! `--rounds N` runs N high-priority proofs one after another while the low one lives and prints
 //! the hand-over latency's p50 and p99; `--alone` first times each prover alone, and prints what
-//! the low-priority proof lost against how long the high ones held the GPU.
+//! the low-priority proof lost against how long the high ones held the GPU. `--after-go` makes a
+//! prover ready itself (parameters read, GPUs readied) and then start each proof when a line
+//! arrives on stdin, as a service does with requests (with `--json` it first prints
+//! `{"ready":true}`); the demo starts its high-priority provers this way.
 
 #[path = "../tests/circuits/mod.rs"]
 mod circuits;
@@ -46,6 +49,7 @@ struct Args {
     high: u32,
     rounds: usize,
     alone: bool,
+    after_go: bool,
     svg: PathBuf,
 }
 
@@ -63,6 +67,7 @@ impl Default for Args {
             high: 14,
             rounds: 1,
             alone: false,
+            after_go: false,
             svg: "demo-timeline.svg".into(),
         }
     }
@@ -98,6 +103,7 @@ fn parse() -> Result<Args, String> {
             "--svg" => a.svg = value()?.into(),
             "--rounds" => a.rounds = number(value()?)? as usize,
             "--alone" => a.alone = true,
+            "--after-go" => a.after_go = true,
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -193,6 +199,19 @@ fn prove_one<C: Circuit<Scalar> + Send>(
     Ok((verified, report))
 }
 
+/// Says it is ready, then waits for a line on stdin: `false` when stdin has ended.
+fn wait_for_go(json: bool) -> Result<bool, Box<dyn std::error::Error>> {
+    use std::io::{BufRead, Write};
+    if json {
+        println!("{{\"ready\":true}}");
+        std::io::stdout().flush()?;
+    } else {
+        eprintln!("ready: a line on stdin starts the next proof");
+    }
+    let mut line = String::new();
+    Ok(std::io::stdin().lock().read_line(&mut line)? > 0)
+}
+
 fn run_prover(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let (make, name) = circuit(a);
     let params = params_for(&name, &*make)?;
@@ -208,6 +227,9 @@ fn run_prover(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     for i in 0..a.proofs {
+        if a.after_go && !wait_for_go(a.json)? {
+            break;
+        }
         if !a.json {
             eprintln!(
                 "proof {}/{} of {name} at {} priority...",
@@ -257,7 +279,7 @@ fn main() {
             }
             eprintln!(
                 "usage: prover [--circuit squares|sha256] [--log2-constraints K] \
-                 [--priority low|normal|high] [--proofs N] [--json]\n       \
+                 [--priority low|normal|high] [--proofs N] [--json] [--after-go]\n       \
                  prover --demo [--fake] [--low K] [--high K] [--rounds N] [--alone] [--svg FILE]"
             );
             std::process::exit(2);

@@ -9,9 +9,9 @@ use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
 use preemptible_groth16::gpu::locks;
 use reports::{field, quantile};
 use std::error::Error;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -31,6 +31,60 @@ fn spawn(k: u32, priority: &str) -> Result<Child, Box<dyn Error>> {
         .args(["--priority", priority, "--json"])
         .stdout(Stdio::piped())
         .spawn()?)
+}
+
+/// A high-priority prover started ahead of its proof: its parameters read and its GPUs readied
+/// (a new process spends about half a second on that), waiting for "go" on stdin, as a proving
+/// service waits for a request. The hand-over then measures preemption, not process start-up.
+struct Ready {
+    child: Child,
+    out: BufReader<ChildStdout>,
+}
+
+fn spawn_ready(k: u32, priority: &str) -> Result<Ready, Box<dyn Error>> {
+    let mut child = Command::new(std::env::current_exe()?)
+        .args(["--circuit", "squares", "--log2-constraints"])
+        .arg(k.to_string())
+        .args(["--priority", priority, "--json", "--after-go"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut out = BufReader::new(child.stdout.take().ok_or("the prover has no stdout")?);
+    let mut line = String::new();
+    out.read_line(&mut line)?;
+    if !line.contains("\"ready\"") {
+        let _ = child.kill();
+        return Err(format!("the prover did not get ready: {line:?}").into());
+    }
+    Ok(Ready { child, out })
+}
+
+/// Starts a ready prover's proof and waits for it: its pid and role.
+fn go(
+    mut ready: Ready,
+    name: &'static str,
+    k: u32,
+    t0: Instant,
+) -> Result<(u32, Role), Box<dyn Error>> {
+    let started = t0.elapsed();
+    let pid = ready.child.id();
+    // One line starts the proof; the end of stdin then ends the process after it.
+    let mut stdin = ready.child.stdin.take().ok_or("the prover has no stdin")?;
+    writeln!(stdin, "go")?;
+    drop(stdin);
+    let mut rest = String::new();
+    ready.out.read_to_string(&mut rest)?;
+    ready.child.wait()?;
+    Ok((
+        pid,
+        Role {
+            name,
+            k,
+            started,
+            ended: t0.elapsed(),
+            report: rest.lines().last().unwrap_or_default().to_string(),
+        },
+    ))
 }
 
 /// Waits for a child and returns its pid and role (its last stdout line is its report).
@@ -157,13 +211,25 @@ pub fn run(
         let mut roles = Vec::new();
         let (mut low_child, mut low_started) = spawn_low(&roles)?;
         for round in 0..rounds.max(1) {
-            if low_child.try_wait()?.is_some() {
-                roles.push(finish("low", low, low_child, low_started, t0)?);
-                (low_child, low_started) = spawn_low(&roles)?;
+            let ready = spawn_ready(high, "high")?;
+            // The high one starts while the low one holds the GPU: a new low prover (which
+            // holds it for 300 ms first) when the last one has ended.
+            loop {
+                if low_child.try_wait()?.is_some() {
+                    roles.push(finish("low", low, low_child, low_started, t0)?);
+                    (low_child, low_started) = spawn_low(&roles)?;
+                    break;
+                }
+                let holder = locks::status(&dir, &devices[..1])?[0]
+                    .holder
+                    .as_ref()
+                    .map(|h| h.pid);
+                if holder == Some(low_child.id()) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
             }
-            let high_child = spawn(high, "high")?;
-            let started = t0.elapsed();
-            roles.push(finish("high", high, high_child, started, t0)?);
+            roles.push(go(ready, "high", high, t0)?);
             if round + 1 < rounds {
                 std::thread::sleep(Duration::from_millis(200));
             }
