@@ -1002,6 +1002,45 @@ mod tests {
     }
 
     #[test]
+    fn device_points_come_back_in_jacobian_form_and_are_checked() {
+        use super::{GpuCurve, FQ_LIMBS};
+        use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+        use group::Group;
+        // A point as the device keeps it: blst's Jacobian limbs, split into 32-bit ones.
+        fn limbs_of(fps: &[&blst::blst_fp]) -> Vec<u32> {
+            let mut out = vec![0u32; fps.len() * FQ_LIMBS];
+            for (fp, part) in fps.iter().zip(out.chunks_exact_mut(FQ_LIMBS)) {
+                crate::gpu::buffer::write_limbs(&fp.l, part);
+            }
+            out
+        }
+        let p = G1Projective::generator() * Scalar::from(12345u64) + G1Projective::generator();
+        let raw: &blst::blst_p1 = p.as_ref();
+        let mut limbs = limbs_of(&[&raw.x, &raw.y, &raw.z]);
+        assert_eq!(G1Affine::from_jacobian(&limbs).unwrap(), p);
+        let q = G2Projective::generator() * Scalar::from(777u64);
+        let raw: &blst::blst_p2 = q.as_ref();
+        let fps: Vec<&blst::blst_fp> = [&raw.x, &raw.y, &raw.z]
+            .into_iter()
+            .flat_map(|c| c.fp.iter())
+            .collect();
+        assert_eq!(G2Affine::from_jacobian(&limbs_of(&fps)).unwrap(), q);
+        // The identity (z = 0) is accepted; a changed limb is a wrong result.
+        let zero = G1Projective::identity();
+        let raw: &blst::blst_p1 = zero.as_ref();
+        assert!(bool::from(
+            G1Affine::from_jacobian(&limbs_of(&[&raw.x, &raw.y, &raw.z]))
+                .unwrap()
+                .is_identity()
+        ));
+        limbs[3] ^= 1;
+        assert!(matches!(
+            G1Affine::from_jacobian(&limbs),
+            Err(crate::gpu::GpuError::WrongResult(_))
+        ));
+    }
+
+    #[test]
     fn plans_widen_the_window_with_the_terms() {
         let c = |log_n: u32| Plan::new(1 << log_n).c;
         assert!(c(0) >= 4 && c(0) <= 6, "{}", c(0));
