@@ -378,7 +378,7 @@ impl MultiexpKernel {
     /// and the first transfer maps the pinned staging memory (a new process's first G1 and G2
     /// calls took 100-140 ms on the H200, sixth session). Run while a first proof's witness is
     /// synthesized, that is off the proof's path. It runs outside the lock protocol, as creating
-    /// the context does: some hundred KiB of device memory for a few milliseconds.
+    /// the context does: a few MiB of device memory for a few milliseconds.
     pub fn warm_up(&self) -> Result<(), GpuError> {
         fn group<G: GpuCurve>(kernel: &MultiexpKernel) -> Result<(), GpuError> {
             let s = Scalar::from(0x9e37_79b9_7f4a_7c15u64).square();
