@@ -265,6 +265,9 @@ struct Work {
     cpu_multiexps: u64,
     /// A higher priority interrupted the quotient on a device and it was put off.
     quotient_deferred: bool,
+    /// When the work began (the debug log places each multiexp from here, so that the time
+    /// between them shows).
+    begun: Instant,
     #[cfg(feature = "gpu")]
     claim: Option<crate::gpu::scheduler::GpuClaim>,
 }
@@ -277,6 +280,7 @@ impl Work {
             chunk_terms: options.chunk_terms,
             cpu_multiexps: 0,
             quotient_deferred: false,
+            begun: Instant::now(),
             #[cfg(feature = "gpu")]
             claim: if options.use_gpu {
                 crate::gpu::scheduler::GpuClaim::new(options.priority, options.devices.as_deref())
@@ -365,9 +369,11 @@ impl Work {
         let started = Instant::now();
         let sum = self.msm_any(bases, scalars, what);
         log::debug!(
-            "prove: {what} multiexp of {} terms in {:.2?}",
+            "prove: {what} multiexp of {} terms in {:.2?} (from {:.2?} to {:.2?})",
             bases.len(),
-            started.elapsed()
+            started.elapsed(),
+            started - self.begun,
+            self.begun.elapsed()
         );
         sum
     }
