@@ -15,6 +15,9 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// How long the low prover holds the GPU before a high one starts its proof.
+const LOW_HOLDS_FIRST: Duration = Duration::from_millis(300);
+
 /// One process of the demo.
 struct Role {
     name: &'static str,
@@ -205,15 +208,17 @@ pub fn run(
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }
-            std::thread::sleep(Duration::from_millis(300));
+            std::thread::sleep(LOW_HOLDS_FIRST);
             Ok((child, started))
         };
         let mut roles = Vec::new();
         let (mut low_child, mut low_started) = spawn_low(&roles)?;
         for round in 0..rounds.max(1) {
             let ready = spawn_ready(high, "high")?;
-            // The high one starts while the low one holds the GPU: a new low prover (which
-            // holds it for 300 ms first) when the last one has ended.
+            // The high one starts once the low one has held the GPU for `LOW_HOLDS_FIRST` (a new
+            // low prover when the last one has ended), not the moment it gets it back: a
+            // request at every return would leave the low one no device time at all.
+            let mut held_since: Option<Instant> = None;
             loop {
                 if low_child.try_wait()?.is_some() {
                     roles.push(finish("low", low, low_child, low_started, t0)?);
@@ -225,7 +230,12 @@ pub fn run(
                     .as_ref()
                     .map(|h| h.pid);
                 if holder == Some(low_child.id()) {
-                    break;
+                    let since = *held_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= LOW_HOLDS_FIRST {
+                        break;
+                    }
+                } else {
+                    held_since = None;
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }
