@@ -10,8 +10,8 @@
 //! A prover run generates the circuit's parameters once and caches them under `params-cache/`,
 //! proves `N` times, verifies each proof, and prints one line per proof (with `--json`, one JSON
 //! object per line on stdout: `verified` plus the prover's report). `--demo` starts a long
-//! low-priority prover and, once it holds the GPU, a short high-priority one, as separate
-//! processes of this example; it samples the lock files every 2 ms and prints who held the GPU
+//! low-priority prover and a short high-priority one, as separate processes of this example (the
+//! high one readied ahead, `--after-go`, and started once the low one has held the GPU 300 ms); it samples the lock files every 2 ms and prints who held the GPU
 //! when, and writes the timeline as an SVG chart (`demo-timeline.svg`, or `--svg FILE`). `--fake`
 //! (or a machine without an OpenCL GPU) runs the demo on a fake device of known speed.
 //! `--rounds N` runs N high-priority proofs one after another while the low one lives and prints
