@@ -57,6 +57,7 @@ fn spawn_ready(k: u32, priority: &str) -> Result<Ready, Box<dyn Error>> {
     out.read_line(&mut line)?;
     if !line.contains("\"ready\"") {
         let _ = child.kill();
+        let _ = child.wait();
         return Err(format!("the prover did not get ready: {line:?}").into());
     }
     Ok(Ready { child, out })
@@ -211,43 +212,50 @@ pub fn run(
             std::thread::sleep(LOW_HOLDS_FIRST);
             Ok((child, started))
         };
-        let mut roles = Vec::new();
-        let (mut low_child, mut low_started) = spawn_low(&roles)?;
-        for round in 0..rounds.max(1) {
-            let ready = spawn_ready(high, "high")?;
-            // The high one starts once the low one has held the GPU for `LOW_HOLDS_FIRST` (a new
-            // low prover when the last one has ended), not the moment it gets it back: a
-            // request at every return would leave the low one no device time at all.
-            let mut held_since: Option<Instant> = None;
-            loop {
-                if low_child.try_wait()?.is_some() {
-                    roles.push(finish("low", low, low_child, low_started, t0)?);
-                    (low_child, low_started) = spawn_low(&roles)?;
-                    break;
-                }
-                let holder = locks::status(&dir, &devices[..1])?[0]
-                    .holder
-                    .as_ref()
-                    .map(|h| h.pid);
-                if holder == Some(low_child.id()) {
-                    let since = *held_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() >= LOW_HOLDS_FIRST {
+        // The rounds, in a closure of their own so that the sampler is stopped on every path:
+        // an error here must not leave the scope waiting for it. (A low prover left running by
+        // an error ends with its one proof.)
+        let run_rounds = || -> Result<Vec<(u32, Role)>, Box<dyn Error>> {
+            let mut roles = Vec::new();
+            let (mut low_child, mut low_started) = spawn_low(&roles)?;
+            for round in 0..rounds.max(1) {
+                let ready = spawn_ready(high, "high")?;
+                // The high one starts once the low one has held the GPU for `LOW_HOLDS_FIRST` (a new
+                // low prover when the last one has ended), not the moment it gets it back: a
+                // request at every return would leave the low one no device time at all.
+                let mut held_since: Option<Instant> = None;
+                loop {
+                    if low_child.try_wait()?.is_some() {
+                        roles.push(finish("low", low, low_child, low_started, t0)?);
+                        (low_child, low_started) = spawn_low(&roles)?;
                         break;
                     }
-                } else {
-                    held_since = None;
+                    let holder = locks::status(&dir, &devices[..1])?[0]
+                        .holder
+                        .as_ref()
+                        .map(|h| h.pid);
+                    if holder == Some(low_child.id()) {
+                        let since = *held_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() >= LOW_HOLDS_FIRST {
+                            break;
+                        }
+                    } else {
+                        held_since = None;
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
                 }
-                std::thread::sleep(Duration::from_millis(2));
+                roles.push(go(ready, "high", high, t0)?);
+                if round + 1 < rounds {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
             }
-            roles.push(go(ready, "high", high, t0)?);
-            if round + 1 < rounds {
-                std::thread::sleep(Duration::from_millis(200));
-            }
-        }
-        roles.push(finish("low", low, low_child, low_started, t0)?);
+            roles.push(finish("low", low, low_child, low_started, t0)?);
+            Ok(roles)
+        };
+        let roles = run_rounds();
         stop.store(true, Ordering::Relaxed);
         let samples = sampler.join().map_err(|_| "the sampler panicked")?;
-        Ok((samples, roles))
+        Ok((samples, roles?))
     })?;
     let roles: Vec<(u32, Role)> = roles;
 

@@ -54,9 +54,7 @@ fn from_device(limbs: &[u32], values: &mut [Scalar]) -> Result<(), GpuError> {
             .zip(limbs.par_chunks(LIMBS))
             .try_for_each(|(v, l)| {
                 if !below_r(l) {
-                    return Err(GpuError::Ocl(
-                        "the device returned a value outside the field".into(),
-                    ));
+                    return Err(GpuError::WrongResult("a value outside the field".into()));
                 }
                 let mut raw = blst::blst_fr::default();
                 for (limb, pair) in raw.l.iter_mut().zip(l.chunks_exact(2)) {

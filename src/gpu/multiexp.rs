@@ -43,8 +43,8 @@ pub trait GpuCurve: CurveAffine {
     /// memory: no intermediate vector, as this runs for every base of every call).
     fn write_coords(&self, out: &mut [u32]);
     /// The projective point from the device's Jacobian `x`, `y` and `z` in Montgomery form (R =
-    /// 2^384, blst's own), each below P; `z = 0` is the identity. A point off the curve (a
-    /// faulty device) is an error.
+    /// 2^384, blst's own), each below P (the caller checks); `z = 0` is the identity. A point
+    /// off the curve (a faulty device) is an error.
     fn from_jacobian(limbs: &[u32]) -> Result<Self::Curve, GpuError>;
 }
 
@@ -53,6 +53,16 @@ fn read_fq(limbs: &[u32], out: &mut blst::blst_fp) {
     for (l, pair) in out.l.iter_mut().zip(limbs.chunks_exact(2)) {
         *l = pair[0] as u64 | (pair[1] as u64) << 32;
     }
+}
+
+/// Whether the little-endian limbs `x` are below those of `p`.
+fn below(x: &[u32], p: &[u32]) -> bool {
+    for (x, p) in x.iter().zip(p).rev() {
+        if x != p {
+            return x < p;
+        }
+    }
+    false
 }
 
 fn checked<P: Group>(point: P, on_curve: bool) -> Result<P, GpuError> {
@@ -752,6 +762,14 @@ impl MultiexpKernel {
         drop(summed);
         mark("weigh")?;
 
+        // blst takes reduced coordinates on trust: a faulty device's x + P would pass the curve
+        // check (the products reduce it) and then break the additions.
+        let p = source::fq().p;
+        if !out.chunks_exact(FQ_LIMBS).all(|limbs| below(limbs, &p)) {
+            return Err(GpuError::WrongResult(
+                "a coordinate outside the field".into(),
+            ));
+        }
         let points = out
             .chunks_exact(point_limbs)
             .map(G::from_jacobian)
@@ -1038,6 +1056,13 @@ mod tests {
             G1Affine::from_jacobian(&limbs),
             Err(crate::gpu::GpuError::WrongResult(_))
         ));
+        // Coordinates at or above P are caught before (blst would take them on trust).
+        let p = crate::gpu::source::fq().p;
+        let mut less = p.clone();
+        less[0] -= 1;
+        let mut more = p.clone();
+        more[FQ_LIMBS - 1] += 1;
+        assert!(super::below(&less, &p) && !super::below(&p, &p) && !super::below(&more, &p));
     }
 
     #[test]
