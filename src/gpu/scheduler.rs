@@ -532,10 +532,19 @@ impl ClaimInner {
                 let rates = this.rates(G::NAME);
                 let next = {
                     let mut q = lock(&queue);
+                    // An empty queue ends the loop only when no worker runs: a worker whose run
+                    // is preempted puts its chunks back, and with calls of `TARGET_BATCH` one run
+                    // is often the whole multiexp. Those chunks are then this loop's, one at a
+                    // time with a try for the devices between them, so the prover returns to a
+                    // device at the next chunk boundary (they went to the CPU all at once
+                    // before, after the loop: 1.5-2 s before a 2^20 prover returned on the
+                    // H200, seventh session).
                     if q.is_empty() {
-                        break;
-                    }
-                    if cpu_takes(&q, running, rates) {
+                        if running == 0 {
+                            break;
+                        }
+                        None
+                    } else if cpu_takes(&q, running, rates) {
                         q.pop_back()
                             .map(|range| (range, cpu_pool(this.priority, running > 0)))
                     } else {
@@ -564,9 +573,10 @@ impl ClaimInner {
                 .collect()
         });
         lock(&self.idle).extend(kept);
-        // A worker preempted (or failed) on the last chunks puts them back after the CPU side
-        // may have seen an empty queue and stopped: they are computed here, so every chunk is
-        // in the sum exactly once.
+        // The loop above ends only when the queue is empty and no worker was running, and a
+        // worker puts chunks back before it ends, so nothing should be left; whatever is (a
+        // worker that panicked after putting chunks back) is computed here, so that every chunk
+        // is in the sum exactly once.
         loop {
             let Some(range) = lock(&queue).pop_back() else {
                 break;
