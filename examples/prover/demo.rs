@@ -79,16 +79,18 @@ fn go(
     let mut rest = String::new();
     ready.out.read_to_string(&mut rest)?;
     ready.child.wait()?;
-    Ok((
-        pid,
-        Role {
-            name,
-            k,
-            started,
-            ended: t0.elapsed(),
-            report: rest.lines().last().unwrap_or_default().to_string(),
-        },
-    ))
+    Ok((pid, role(name, k, started, t0, &rest)))
+}
+
+/// The role of a prover that has ended, whose last stdout line is its report.
+fn role(name: &'static str, k: u32, started: Duration, t0: Instant, stdout: &str) -> Role {
+    Role {
+        name,
+        k,
+        started,
+        ended: t0.elapsed(),
+        report: stdout.lines().last().unwrap_or_default().to_string(),
+    }
 }
 
 /// Waits for a child and returns its pid and role (its last stdout line is its report).
@@ -101,21 +103,8 @@ fn finish(
 ) -> Result<(u32, Role), Box<dyn Error>> {
     let pid = child.id();
     let out = child.wait_with_output()?;
-    let report = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .to_string();
-    Ok((
-        pid,
-        Role {
-            name,
-            k,
-            started,
-            ended: t0.elapsed(),
-            report,
-        },
-    ))
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    Ok((pid, role(name, k, started, t0, &stdout)))
 }
 
 /// One prover alone: its report.
