@@ -10,6 +10,8 @@
 //!                                                 # host conversion and transfers included
 //! cargo bench --features gpu --bench compare -- gpu-msm K REPS   # G1 multiexp on the first GPU
 //! cargo bench --features gpu --bench compare -- gpu-msm-g2 K REPS   # G2 multiexp on the first GPU
+//! cargo bench --features gpu --bench compare -- gpu-arith K ITERS   # field and point operations
+//!                                                 # per second on the first GPU (2^K work-items)
 //! ```
 //! With the `gpu` feature, `prove` uses the GPU path of the prover (the selected devices).
 //! Each prints one line `ours <what> 2^K: <seconds> s`.
@@ -153,6 +155,72 @@ where
     println!("ours {name} 2^{k}: {best:.4} s ({})", dev.name);
 }
 
+/// Times the arithmetic throughput kernels (`src/gpu/cl/throughput.cl`) on the first OpenCL
+/// device: 2^k work-items each running `iters` dependent operations; prints operations per second
+/// and the time 2^28 of them would take (the mixed additions of a 2^24-term G1 multiexp with
+/// 16-bit windows).
+#[cfg(feature = "gpu")]
+fn gpu_arith(k: u32, iters: u32) {
+    use preemptible_groth16::gpu::{program, source};
+    let Some(dev) = first_gpu() else { return };
+    let items = 1usize << k;
+    for group in ["G1", "G2"] {
+        let t = Instant::now();
+        let built = program::build(&dev, &source::throughput_source(group), "").expect("build");
+        println!(
+            "ours gpu-arith {group} build: {:.3} s ({})",
+            t.elapsed().as_secs_f64(),
+            program::device_options(&dev)
+        );
+        let coord = if group == "G1" { 12 } else { 24 };
+        // 64 affine "points" of arbitrary coordinates below P (the top limb kept small).
+        let mut table = vec![0u32; 64 * 2 * coord];
+        let mut x = 0x9e37_79b9u32;
+        for (i, limb) in table.iter_mut().enumerate() {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            *limb = if i % 12 == 11 { x & 0x0fff_ffff } else { x };
+        }
+        let q = &built.queue;
+        let table_buf = ocl::Buffer::<u32>::builder()
+            .queue(q.clone())
+            .len(table.len())
+            .copy_host_slice(&table)
+            .build()
+            .expect("table");
+        let out = ocl::Buffer::<u32>::builder()
+            .queue(q.clone())
+            .len(items * 3 * coord)
+            .build()
+            .expect("out");
+        for op in ["mul", "sqr", "add_affine", "add"] {
+            let mut builder = ocl::Kernel::builder();
+            builder
+                .program(&built.program)
+                .name(format!("{group}_{op}_loop"))
+                .queue(q.clone())
+                .global_work_size(items)
+                .local_work_size(64);
+            if op.starts_with("add") {
+                builder.arg(&table_buf);
+            }
+            let kernel = builder.arg(&out).arg(iters).build().expect("kernel");
+            let best = best_of(3, || {
+                unsafe { kernel.enq().expect("launch") };
+                q.finish().expect("finish");
+            });
+            let rate = items as f64 * iters as f64 / best;
+            println!(
+                "ours gpu-arith {group} {op}: {:.3} G/s, 2^28 in {:.1} ms ({:.4} s for 2^{k} x {iters})",
+                rate / 1e9,
+                (1u64 << 28) as f64 / rate * 1e3,
+                best
+            );
+        }
+    }
+}
+
 fn main() {
     // RUST_LOG=preemptible_groth16=debug shows the GPU multiexp's phase times.
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
@@ -200,6 +268,8 @@ fn main() {
         "gpu-msm" => gpu_msm::<G1Projective>("gpu-msm", k, reps, 24),
         #[cfg(feature = "gpu")]
         "gpu-msm-g2" => gpu_msm::<G2Projective>("gpu-msm-g2", k, reps, 20),
+        #[cfg(feature = "gpu")]
+        "gpu-arith" => gpu_arith(k, reps as u32),
         _ => eprintln!("{usage}"),
     }
 }

@@ -222,6 +222,16 @@ fn build_uncached(
         device.name,
         start.elapsed()
     );
+    // The compiler's messages (with `-cl-nv-verbose`, NVIDIA's registers and spills per kernel).
+    if log::log_enabled!(log::Level::Debug) {
+        if let Ok(ocl::enums::ProgramBuildInfoResult::BuildLog(text)) =
+            program.build_info(device.device, ocl::enums::ProgramBuildInfo::BuildLog)
+        {
+            if !text.trim().is_empty() {
+                log::debug!("gpu: build log for {}:\n{}", device.name, text.trim());
+            }
+        }
+    }
     if let Err(e) = store(&program, &path) {
         log::warn!(
             "gpu: could not cache the program at {}: {e}",

@@ -13,6 +13,7 @@ const FFT: &str = include_str!("cl/fft.cl");
 const EC: &str = include_str!("cl/ec.cl");
 const MULTIEXP: &str = include_str!("cl/multiexp.cl");
 const FQ2: &str = include_str!("cl/fq2.cl");
+const THROUGHPUT: &str = include_str!("cl/throughput.cl");
 
 /// A prime field as the kernels need it: 32-bit limbs, least significant first.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -165,16 +166,29 @@ pub fn fft_source() -> String {
 /// `Fq2`. The groups are
 /// separate programs, so that a caller of one does not wait for the other's compilation.
 pub fn multiexp_source(group: &str) -> String {
+    group_source(group, MULTIEXP)
+}
+
+/// The source of the arithmetic throughput kernels of one group (`G1_mul_loop`, `G1_sqr_loop`,
+/// `G1_add_affine_loop`, `G1_add_loop`, or the same for `G2` over `Fq2`), which the benchmarks
+/// time to compare the multiexp with what its arithmetic allows.
+pub fn throughput_source(group: &str) -> String {
+    group_source(group, THROUGHPUT)
+}
+
+/// `kernels` written against `POINT` and `FIELD`, instantiated for G1 (over `Fq`) or G2 (over
+/// `Fq2`), after the point formulas.
+fn group_source(group: &str, kernels: &str) -> String {
     let mut s = String::from(PRELUDE);
     if group == "G2" {
         s.push_str(&fq().instantiate(&[]));
         s.push_str(FQ2);
         s.push_str("\n#define FIELD Fq2\n#define POINT G2\n");
         s.push_str(EC);
-        s.push_str(MULTIEXP);
+        s.push_str(kernels);
         s.push_str("\n#undef POINT\n#undef FIELD\n");
     } else {
-        s.push_str(&fq().instantiate(&["#define POINT G1\n", EC, MULTIEXP, "\n#undef POINT\n"]));
+        s.push_str(&fq().instantiate(&["#define POINT G1\n", EC, kernels, "\n#undef POINT\n"]));
     }
     s
 }

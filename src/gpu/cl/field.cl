@@ -180,9 +180,22 @@ MUL_FN FIELD FN(mul)(FIELD a, FIELD b) {
         t[FIELD_LIMBS] = 0;
     }
     FIELD r;
+#ifdef FINAL_SELECT
+    // t < 2P: t - P in a borrow chain, and the borrow's mask picks t or t - P without a branch.
+    FIELD d;
+    PTX_ASM("sub.cc.u32 %0, %1, %2;" : "=r"(d.v[0]) : "r"(t[0]), "r"(FN(P)[0]));
+    #pragma unroll
+    for (int i = 1; i < FIELD_LIMBS; i++)
+        PTX_ASM("subc.cc.u32 %0, %1, %2;" : "=r"(d.v[i]) : "r"(t[i]), "r"(FN(P)[i]));
+    uint borrow;
+    PTX_ASM("subc.u32 %0, 0, 0;" : "=r"(borrow));
+    #pragma unroll
+    for (int i = 0; i < FIELD_LIMBS; i++) r.v[i] = (t[i] & borrow) | (d.v[i] & ~borrow);
+#else
     #pragma unroll
     for (int i = 0; i < FIELD_LIMBS; i++) r.v[i] = t[i];
     if (FN(gte_p)(r)) r = FN(sub_p)(r);
+#endif
     return r;
 }
 #else
