@@ -9,9 +9,9 @@ use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
 use preemptible_groth16::gpu::locks;
 use reports::{field, quantile};
 use std::error::Error;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -36,50 +36,91 @@ fn spawn(k: u32, priority: &str) -> Result<Child, Box<dyn Error>> {
         .spawn()?)
 }
 
-/// A high-priority prover started ahead of its proof: its parameters read and its GPUs readied
-/// (a new process spends about half a second on that), waiting for "go" on stdin, as a proving
-/// service waits for a request. The hand-over then measures preemption, not process start-up.
-struct Ready {
+/// A high-priority proving service: one process started before the rounds, its parameters read
+/// and its GPUs readied (a new process spends about half a second on that), proving one proof
+/// per "go" line on stdin, as a service proves on request. The hand-over then measures
+/// preemption, not process start-up, and no service start competes with the low prover for the
+/// CPU in the middle of a round (a process per round did, in the eighth session's first run).
+struct Service {
     child: Child,
+    stdin: Option<ChildStdin>,
     out: BufReader<ChildStdout>,
 }
 
-fn spawn_ready(k: u32, priority: &str) -> Result<Ready, Box<dyn Error>> {
-    let mut child = Command::new(std::env::current_exe()?)
-        .args(["--circuit", "squares", "--log2-constraints"])
-        .arg(k.to_string())
-        .args(["--priority", priority, "--json", "--after-go"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let mut out = BufReader::new(child.stdout.take().ok_or("the prover has no stdout")?);
-    let mut line = String::new();
-    out.read_line(&mut line)?;
-    if !line.contains("\"ready\"") {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(format!("the prover did not get ready: {line:?}").into());
+impl Service {
+    /// Starts the service for `proofs` proofs of `2^k` constraints and waits until it is ready.
+    fn start(k: u32, priority: &str, proofs: usize) -> Result<Service, Box<dyn Error>> {
+        let mut child = Command::new(std::env::current_exe()?)
+            .args(["--circuit", "squares", "--log2-constraints"])
+            .arg(k.to_string())
+            .args(["--priority", priority, "--json", "--after-go", "--proofs"])
+            .arg(proofs.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let stdin = child.stdin.take();
+        let out = child.stdout.take().map(BufReader::new);
+        // From here on, `Drop` reaps the child on every path.
+        let mut service = match out {
+            Some(out) => Service { child, stdin, out },
+            None => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("the service has no stdout".into());
+            }
+        };
+        let mut line = String::new();
+        service.out.read_line(&mut line)?;
+        if !line.contains("\"ready\"") {
+            return Err(format!("the service did not get ready: {line:?}").into());
+        }
+        Ok(service)
     }
-    Ok(Ready { child, out })
+
+    /// Asks for one proof and waits for its report: the service's pid and the proof's role.
+    fn prove(
+        &mut self,
+        name: &'static str,
+        k: u32,
+        t0: Instant,
+    ) -> Result<(u32, Role), Box<dyn Error>> {
+        let started = t0.elapsed();
+        let stdin = self.stdin.as_mut().ok_or("the service's stdin is closed")?;
+        writeln!(stdin, "go")?;
+        stdin.flush()?;
+        // The report, skipping the "ready" line the service prints before waiting again.
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.out.read_line(&mut line)? == 0 {
+                return Err("the service ended before its report".into());
+            }
+            if !line.contains("\"ready\"") {
+                break;
+            }
+        }
+        Ok((self.child.id(), role(name, k, started, t0, &line)))
+    }
+
+    /// Closes its stdin (the service then ends) and waits for it.
+    fn end(mut self) -> Result<(), Box<dyn Error>> {
+        drop(self.stdin.take());
+        let status = self.child.wait()?;
+        if !status.success() {
+            return Err(format!("the service ended with {status}").into());
+        }
+        Ok(())
+    }
 }
 
-/// Starts a ready prover's proof and waits for it: its pid and role.
-fn go(
-    mut ready: Ready,
-    name: &'static str,
-    k: u32,
-    t0: Instant,
-) -> Result<(u32, Role), Box<dyn Error>> {
-    let started = t0.elapsed();
-    let pid = ready.child.id();
-    // One line starts the proof; the end of stdin then ends the process after it.
-    let mut stdin = ready.child.stdin.take().ok_or("the prover has no stdin")?;
-    writeln!(stdin, "go")?;
-    drop(stdin);
-    let mut rest = String::new();
-    ready.out.read_to_string(&mut rest)?;
-    ready.child.wait()?;
-    Ok((pid, role(name, k, started, t0, &rest)))
+impl Drop for Service {
+    fn drop(&mut self) {
+        // Ended already when `end` ran; otherwise (an error) it must not outlive the demo.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 /// The role of a prover that has ended, whose last stdout line is its report.
@@ -206,9 +247,9 @@ pub fn run(
         // an error ends with its one proof.)
         let run_rounds = || -> Result<Vec<(u32, Role)>, Box<dyn Error>> {
             let mut roles = Vec::new();
+            let mut service = Service::start(high, "high", rounds.max(1))?;
             let (mut low_child, mut low_started) = spawn_low(&roles)?;
             for round in 0..rounds.max(1) {
-                let ready = spawn_ready(high, "high")?;
                 // The high one starts once the low one has held the GPU for `LOW_HOLDS_FIRST` (a new
                 // low prover when the last one has ended), not the moment it gets it back: a
                 // request at every return would leave the low one no device time at all.
@@ -233,11 +274,12 @@ pub fn run(
                     }
                     std::thread::sleep(Duration::from_millis(2));
                 }
-                roles.push(go(ready, "high", high, t0)?);
+                roles.push(service.prove("high", high, t0)?);
                 if round + 1 < rounds {
                     std::thread::sleep(Duration::from_millis(200));
                 }
             }
+            service.end()?;
             roles.push(finish("low", low, low_child, low_started, t0)?);
             Ok(roles)
         };
@@ -415,7 +457,9 @@ fn write_svg(
                 (x(r.ended.as_secs_f64()) - x(r.started.as_secs_f64())).max(1.0)
             ));
             for (a, b, holder) in segments {
-                if *holder == Some(*pid) && name_of(*holder) == r.name {
+                // The segments of this role's lifetime (a service's pid serves many proofs).
+                let during = *a >= r.started && *a <= r.ended;
+                if *holder == Some(*pid) && name_of(*holder) == r.name && during {
                     svg.push_str(&format!(
                         "<rect x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"24\" fill=\"{color}\"/>\n",
                         x(a.as_secs_f64()),
