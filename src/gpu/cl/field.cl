@@ -143,6 +143,110 @@ FIELD FN(neg)(FIELD a) {
 // leaves limb FIELD_LIMBS; after the shift t < 2P again. Separate asm statements pass the carry
 // flag between them, as CUDA libraries (sppark's mont_t) rely on; the loops are unrolled, so no
 // compiler-made instruction lands inside a chain.
+// t - P when t >= P, for t < 2P: a borrow chain, and the borrow's mask picks t or t - P without
+// a branch.
+FIELD FN(reduce_once)(FIELD t) {
+    FIELD d;
+    PTX_ASM("sub.cc.u32 %0, %1, %2;" : "=r"(d.v[0]) : "r"(t.v[0]), "r"(FN(P)[0]));
+    #pragma unroll
+    for (int i = 1; i < FIELD_LIMBS; i++)
+        PTX_ASM("subc.cc.u32 %0, %1, %2;" : "=r"(d.v[i]) : "r"(t.v[i]), "r"(FN(P)[i]));
+    uint borrow;
+    PTX_ASM("subc.u32 %0, 0, 0;" : "=r"(borrow));
+    #pragma unroll
+    for (int i = 0; i < FIELD_LIMBS; i++) d.v[i] = (t.v[i] & borrow) | (d.v[i] & ~borrow);
+    return d;
+}
+
+#ifdef MUL_EVEN_ODD
+// The same Montgomery product with the partial sum kept in two halves, T = E + 2^32 O: the
+// products a_j b_i of even j go into E (limbs j, j + 1) and those of odd j into O (limbs j - 1,
+// j), so each half takes its products in one carry chain with no overlap, and the two chains are
+// independent, which gives the GPU two instructions to issue at a time instead of one. (This
+// split is the one of sppark's mont_t; the derivation and bounds here are ours.) After the
+// reduction E's low limb is 0, and T / 2^32 = O + E / 2^32 becomes the next step's halves without
+// a shift: E' = O + E_1 (its carry goes to position 1, which is O' limb 0) and O' = E_2.. .
+// Bounds: T < 2P at each step's start (the CIOS bound); the step's total T + a b_i + m P <
+// 2P + 2^33 P < 2^(32 FIELD_LIMBS + 32) as P < 2^(32 FIELD_LIMBS - 1) for both fields, so E has
+// FIELD_LIMBS + 1 limbs and O (at most total / 2^32) FIELD_LIMBS, and as every chain only adds,
+// no chain carries out of its half.
+inline void FN(mul_reduce_step)(uint *e, uint *o) {
+    uint m = e[0] * FIELD_INV;
+    PTX_ASM("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(e[0]) : "r"(m), "r"(FN(P)[0]));
+    PTX_ASM("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(e[1]) : "r"(m), "r"(FN(P)[0]));
+    #pragma unroll
+    for (int j = 2; j < FIELD_LIMBS; j += 2) {
+        PTX_ASM("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(e[j]) : "r"(m), "r"(FN(P)[j]));
+        PTX_ASM("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(e[j + 1]) : "r"(m), "r"(FN(P)[j]));
+    }
+    PTX_ASM("addc.u32 %0, %0, 0;" : "+r"(e[FIELD_LIMBS]));
+    PTX_ASM("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(o[0]) : "r"(m), "r"(FN(P)[1]));
+    PTX_ASM("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(o[1]) : "r"(m), "r"(FN(P)[1]));
+    #pragma unroll
+    for (int j = 2; j < FIELD_LIMBS - 2; j += 2) {
+        PTX_ASM("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(o[j]) : "r"(m), "r"(FN(P)[j + 1]));
+        PTX_ASM("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(o[j + 1]) : "r"(m), "r"(FN(P)[j + 1]));
+    }
+    PTX_ASM("madc.lo.cc.u32 %0, %1, %2, %0;"
+            : "+r"(o[FIELD_LIMBS - 2]) : "r"(m), "r"(FN(P)[FIELD_LIMBS - 1]));
+    PTX_ASM("madc.hi.u32 %0, %1, %2, %0;"
+            : "+r"(o[FIELD_LIMBS - 1]) : "r"(m), "r"(FN(P)[FIELD_LIMBS - 1]));
+}
+
+MUL_FN FIELD FN(mul)(FIELD a, FIELD b) {
+    uint e[FIELD_LIMBS + 1], o[FIELD_LIMBS];
+    uint ne[FIELD_LIMBS + 1], no[FIELD_LIMBS];
+    uint b0 = b.v[0];
+    #pragma unroll
+    for (int j = 0; j < FIELD_LIMBS; j += 2) {
+        PTX_ASM("mul.lo.u32 %0, %1, %2;" : "=r"(e[j]) : "r"(a.v[j]), "r"(b0));
+        PTX_ASM("mul.hi.u32 %0, %1, %2;" : "=r"(e[j + 1]) : "r"(a.v[j]), "r"(b0));
+        PTX_ASM("mul.lo.u32 %0, %1, %2;" : "=r"(o[j]) : "r"(a.v[j + 1]), "r"(b0));
+        PTX_ASM("mul.hi.u32 %0, %1, %2;" : "=r"(o[j + 1]) : "r"(a.v[j + 1]), "r"(b0));
+    }
+    e[FIELD_LIMBS] = 0;
+    FN(mul_reduce_step)(e, o);
+    #pragma unroll
+    for (int i = 1; i < FIELD_LIMBS; i++) {
+        uint bi = b.v[i];
+        // O' = E_2.. + the odd products, with the carry of E'_0 = O_0 + E_1 at its bottom.
+        PTX_ASM("add.cc.u32 %0, %1, %2;" : "=r"(ne[0]) : "r"(o[0]), "r"(e[1]));
+        #pragma unroll
+        for (int j = 0; j < FIELD_LIMBS - 2; j += 2) {
+            PTX_ASM("madc.lo.cc.u32 %0, %1, %2, %3;" : "=r"(no[j]) : "r"(a.v[j + 1]), "r"(bi), "r"(e[j + 2]));
+            PTX_ASM("madc.hi.cc.u32 %0, %1, %2, %3;" : "=r"(no[j + 1]) : "r"(a.v[j + 1]), "r"(bi), "r"(e[j + 3]));
+        }
+        PTX_ASM("madc.lo.cc.u32 %0, %1, %2, %3;"
+                : "=r"(no[FIELD_LIMBS - 2]) : "r"(a.v[FIELD_LIMBS - 1]), "r"(bi), "r"(e[FIELD_LIMBS]));
+        PTX_ASM("madc.hi.u32 %0, %1, %2, %3;"
+                : "=r"(no[FIELD_LIMBS - 1]) : "r"(a.v[FIELD_LIMBS - 1]), "r"(bi), "r"(0u));
+        // E' = O (with E_1 in its low limb) + the even products.
+        #pragma unroll
+        for (int j = 1; j < FIELD_LIMBS; j++) ne[j] = o[j];
+        PTX_ASM("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(ne[0]) : "r"(a.v[0]), "r"(bi));
+        PTX_ASM("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(ne[1]) : "r"(a.v[0]), "r"(bi));
+        #pragma unroll
+        for (int j = 2; j < FIELD_LIMBS; j += 2) {
+            PTX_ASM("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(ne[j]) : "r"(a.v[j]), "r"(bi));
+            PTX_ASM("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(ne[j + 1]) : "r"(a.v[j]), "r"(bi));
+        }
+        PTX_ASM("addc.u32 %0, 0, 0;" : "=r"(ne[FIELD_LIMBS]));
+        FN(mul_reduce_step)(ne, no);
+        #pragma unroll
+        for (int j = 0; j <= FIELD_LIMBS; j++) e[j] = ne[j];
+        #pragma unroll
+        for (int j = 0; j < FIELD_LIMBS; j++) o[j] = no[j];
+    }
+    // T = O + E / 2^32 < 2P.
+    FIELD r;
+    PTX_ASM("add.cc.u32 %0, %1, %2;" : "=r"(r.v[0]) : "r"(o[0]), "r"(e[1]));
+    #pragma unroll
+    for (int j = 1; j < FIELD_LIMBS - 1; j++)
+        PTX_ASM("addc.cc.u32 %0, %1, %2;" : "=r"(r.v[j]) : "r"(o[j]), "r"(e[j + 1]));
+    PTX_ASM("addc.u32 %0, %1, %2;" : "=r"(r.v[FIELD_LIMBS - 1]) : "r"(o[FIELD_LIMBS - 1]), "r"(e[FIELD_LIMBS]));
+    return FN(reduce_once)(r);
+}
+#else
 MUL_FN FIELD FN(mul)(FIELD a, FIELD b) {
     uint t[FIELD_LIMBS + 1];
     #pragma unroll
@@ -180,24 +284,16 @@ MUL_FN FIELD FN(mul)(FIELD a, FIELD b) {
         t[FIELD_LIMBS] = 0;
     }
     FIELD r;
-#ifdef FINAL_SELECT
-    // t < 2P: t - P in a borrow chain, and the borrow's mask picks t or t - P without a branch.
-    FIELD d;
-    PTX_ASM("sub.cc.u32 %0, %1, %2;" : "=r"(d.v[0]) : "r"(t[0]), "r"(FN(P)[0]));
-    #pragma unroll
-    for (int i = 1; i < FIELD_LIMBS; i++)
-        PTX_ASM("subc.cc.u32 %0, %1, %2;" : "=r"(d.v[i]) : "r"(t[i]), "r"(FN(P)[i]));
-    uint borrow;
-    PTX_ASM("subc.u32 %0, 0, 0;" : "=r"(borrow));
-    #pragma unroll
-    for (int i = 0; i < FIELD_LIMBS; i++) r.v[i] = (t[i] & borrow) | (d.v[i] & ~borrow);
-#else
     #pragma unroll
     for (int i = 0; i < FIELD_LIMBS; i++) r.v[i] = t[i];
+#ifdef FINAL_SELECT
+    r = FN(reduce_once)(r);
+#else
     if (FN(gte_p)(r)) r = FN(sub_p)(r);
 #endif
     return r;
 }
+#endif
 #else
 // a * b / 2^(32 * FIELD_LIMBS) mod P. Each step's 64-bit sums cannot overflow:
 // (2^32 - 1)^2 + 2 (2^32 - 1) = 2^64 - 1.
