@@ -98,25 +98,36 @@ __kernel void PT(msm_segments)(__global const CAT(POINT, _affine) *bases,
         if (offsets[mid] <= start) lo = mid; else hi = mid;
     }
     uint k = lo;
-    POINT head = PT(identity)();
-    POINT tail = PT(identity)();
-    uint j = start;
-    while (j < end) {
-        while (offsets[k + 1] <= j) k++;
-        uint run_end = min(offsets[k + 1], end);
-        POINT acc = PT(identity)();
-        for (; j < run_end; j++) {
-            uint e = entries[j];
-            CAT(POINT, _affine) base = bases[e & 0x7fffffffu];
-            if ((e >> 31) && !PT(affine_is_identity)(base)) base.y = FN(neg)(base.y);
-            acc = PT(add_affine)(acc, base);
+    // One loop over the entries, not a loop per bucket: the work-items of a warp then step
+    // together through their `segment` entries, where nested loops made the warp wait at each
+    // bucket border for its longest run. At a border the sum so far is stored and restarted. The
+    // head and tail go to memory when they are known rather than living in registers through
+    // the loop: with them the kernel took all 255 registers (H200, eighth session), and fewer
+    // work-items fitted on the device.
+    bool head_open = offsets[k] < start;
+    if (!head_open) parts[2 * seg] = PT(identity)();
+    uint border = offsets[k + 1];
+    POINT acc = PT(identity)();
+    for (uint j = start; j < end; j++) {
+        if (j == border) {
+            if (head_open) parts[2 * seg] = acc;
+            else bucket_sums[k] = acc;
+            head_open = false;
+            acc = PT(identity)();
+            do k++; while (offsets[k + 1] <= j);
+            border = offsets[k + 1];
         }
-        if (offsets[k] < start) head = acc;
-        else if (offsets[k + 1] > end) tail = acc;
-        else bucket_sums[k] = acc;
+        uint e = entries[j];
+        CAT(POINT, _affine) base = bases[e & 0x7fffffffu];
+        if ((e >> 31) && !PT(affine_is_identity)(base)) base.y = FN(neg)(base.y);
+        acc = PT(add_affine)(acc, base);
     }
-    parts[2 * seg] = head;
-    parts[2 * seg + 1] = tail;
+    // The last bucket touched: it began before (the head; then there is no tail), goes on after
+    // (the tail), or lies inside.
+    bool tail = !head_open && border > end;
+    if (head_open) parts[2 * seg] = acc;
+    else if (!tail) bucket_sums[k] = acc;
+    parts[2 * seg + 1] = tail ? acc : PT(identity)();
 }
 
 // Work-item k finishes bucket k unless msm_segments did (it lay inside one segment) or the bucket
