@@ -134,15 +134,6 @@ FIELD FN(neg)(FIELD a) {
 }
 
 #ifdef NVIDIA_PTX
-// The NVIDIA fast path: the same CIOS steps with PTX multiply-add carry chains, so a 32x32-bit
-// product with its carry costs two integer multiply-adds instead of 64-bit emulation (ANCHORS.md
-// measures about 1.5x). Each outer step adds a * b_i, then m * P, in two chains each: the low
-// halves into limbs j, then the high halves into limbs j + 1. Bounds: with t < 2P before a step,
-// t + a b_i + m P < 2P + 2 (2^32 - 1) P < 2^33 P <= 2^(32 FIELD_LIMBS + 32) as P < 2^(32
-// FIELD_LIMBS - 1) for both fields, so FIELD_LIMBS + 1 limbs hold every partial sum and no carry
-// leaves limb FIELD_LIMBS; after the shift t < 2P again. Separate asm statements pass the carry
-// flag between them, as CUDA libraries (sppark's mont_t) rely on; the loops are unrolled, so no
-// compiler-made instruction lands inside a chain.
 // t - P when t >= P, for t < 2P: a borrow chain, and the borrow's mask picks t or t - P without
 // a branch.
 FIELD FN(reduce_once)(FIELD t) {
@@ -158,18 +149,24 @@ FIELD FN(reduce_once)(FIELD t) {
     return d;
 }
 
-#ifdef MUL_EVEN_ODD
-// The same Montgomery product with the partial sum kept in two halves, T = E + 2^32 O: the
+// The NVIDIA fast path: the CIOS steps of the portable `mul` below with PTX multiply-add carry
+// chains, so a 32x32-bit product with its carry costs two integer multiply-adds instead of 64-bit
+// emulation, and with the partial sum kept in two halves, T = E + 2^32 O: the
 // products a_j b_i of even j go into E (limbs j, j + 1) and those of odd j into O (limbs j - 1,
 // j), so each half takes its products in one carry chain with no overlap, and the two chains are
-// independent, which gives the GPU two instructions to issue at a time instead of one. (This
+// independent, which gives the GPU two instructions to issue at a time instead of one: 26.8
+// against 17.1 G products/s on an H200, where one chain of lows then highs per half-step was
+// latency-bound (eighth session, `compare gpu-arith`). (This
 // split is the one of sppark's mont_t; the derivation and bounds here are ours.) After the
 // reduction E's low limb is 0, and T / 2^32 = O + E / 2^32 becomes the next step's halves without
 // a shift: E' = O + E_1 (its carry goes to position 1, which is O' limb 0) and O' = E_2.. .
 // Bounds: T < 2P at each step's start (the CIOS bound); the step's total T + a b_i + m P <
 // 2P + 2^33 P < 2^(32 FIELD_LIMBS + 32) as P < 2^(32 FIELD_LIMBS - 1) for both fields, so E has
 // FIELD_LIMBS + 1 limbs and O (at most total / 2^32) FIELD_LIMBS, and as every chain only adds,
-// no chain carries out of its half.
+// no chain carries out of its half. Separate asm statements pass the carry flag between them, as
+// CUDA libraries rely on; the loops are unrolled, so no compiler-made instruction lands inside a
+// chain. `scripts/check-mul-chains.py` models these chains instruction by instruction (both
+// fields, random and extreme inputs, every dropped carry checked to be zero) against a b / R mod P.
 inline void FN(mul_reduce_step)(uint *e, uint *o) {
     uint m = e[0] * FIELD_INV;
     PTX_ASM("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(e[0]) : "r"(m), "r"(FN(P)[0]));
@@ -246,54 +243,6 @@ MUL_FN FIELD FN(mul)(FIELD a, FIELD b) {
     PTX_ASM("addc.u32 %0, %1, %2;" : "=r"(r.v[FIELD_LIMBS - 1]) : "r"(o[FIELD_LIMBS - 1]), "r"(e[FIELD_LIMBS]));
     return FN(reduce_once)(r);
 }
-#else
-MUL_FN FIELD FN(mul)(FIELD a, FIELD b) {
-    uint t[FIELD_LIMBS + 1];
-    #pragma unroll
-    for (int i = 0; i <= FIELD_LIMBS; i++) t[i] = 0;
-    #pragma unroll
-    for (int i = 0; i < FIELD_LIMBS; i++) {
-        uint bi = b.v[i];
-        PTX_ASM("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(a.v[0]), "r"(bi));
-        #pragma unroll
-        for (int j = 1; j < FIELD_LIMBS; j++)
-            PTX_ASM("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(a.v[j]), "r"(bi));
-        PTX_ASM("addc.u32 %0, %0, 0;" : "+r"(t[FIELD_LIMBS]));
-        PTX_ASM("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(a.v[0]), "r"(bi));
-        #pragma unroll
-        for (int j = 1; j < FIELD_LIMBS - 1; j++)
-            PTX_ASM("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(a.v[j]), "r"(bi));
-        PTX_ASM("madc.hi.u32 %0, %1, %2, %0;"
-                     : "+r"(t[FIELD_LIMBS]) : "r"(a.v[FIELD_LIMBS - 1]), "r"(bi));
-
-        uint m = t[0] * FIELD_INV;
-        PTX_ASM("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[0]) : "r"(m), "r"(FN(P)[0]));
-        #pragma unroll
-        for (int j = 1; j < FIELD_LIMBS; j++)
-            PTX_ASM("madc.lo.cc.u32 %0, %1, %2, %0;" : "+r"(t[j]) : "r"(m), "r"(FN(P)[j]));
-        PTX_ASM("addc.u32 %0, %0, 0;" : "+r"(t[FIELD_LIMBS]));
-        PTX_ASM("mad.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[1]) : "r"(m), "r"(FN(P)[0]));
-        #pragma unroll
-        for (int j = 1; j < FIELD_LIMBS - 1; j++)
-            PTX_ASM("madc.hi.cc.u32 %0, %1, %2, %0;" : "+r"(t[j + 1]) : "r"(m), "r"(FN(P)[j]));
-        PTX_ASM("madc.hi.u32 %0, %1, %2, %0;"
-                     : "+r"(t[FIELD_LIMBS]) : "r"(m), "r"(FN(P)[FIELD_LIMBS - 1]));
-        // t[0] is now 0: shift down one limb.
-        #pragma unroll
-        for (int j = 0; j < FIELD_LIMBS; j++) t[j] = t[j + 1];
-        t[FIELD_LIMBS] = 0;
-    }
-    FIELD r;
-    #pragma unroll
-    for (int i = 0; i < FIELD_LIMBS; i++) r.v[i] = t[i];
-#ifdef FINAL_SELECT
-    r = FN(reduce_once)(r);
-#else
-    if (FN(gte_p)(r)) r = FN(sub_p)(r);
-#endif
-    return r;
-}
-#endif
 #else
 // a * b / 2^(32 * FIELD_LIMBS) mod P. Each step's 64-bit sums cannot overflow:
 // (2^32 - 1)^2 + 2 (2^32 - 1) = 2^64 - 1.
