@@ -86,6 +86,11 @@ fn prove(setup: &Setup, options: &ProveOptions) -> ProofReport {
         report.total_chunks,
         "every chunk computed exactly once: {report:?}"
     );
+    // 3. A prover off the device tries for one at every chunk boundary.
+    assert!(
+        report.cpu_chunks_without_retry <= 1,
+        "CPU chunks in a row with no try for a device: {report:?}"
+    );
     if report.gpu_chunks_total() > 0 {
         // A fake multiexp holds 128 bytes per term.
         assert!(
@@ -144,6 +149,39 @@ fn a_high_prover_takes_the_device_within_a_chunk_and_the_low_one_returns() {
     assert!(low.cpu_chunks > 0, "{low:?}");
     // 3. When the device was free again it came back to it.
     assert!(low.returns_to_gpu >= 1, "{low:?}");
+}
+
+#[test]
+fn a_prover_preempted_in_its_last_call_of_a_multiexp_returns_at_the_next_chunk() {
+    let _g = setup("retry");
+    let (_, short) = long_and_short();
+    // Small chunks, so that a device's call (which grows towards 160 ms of work, and what a
+    // device learns is kept for the process) holds every chunk left of a multiexp: a preemption
+    // then puts them all back, and the prover's own loop must take them one at a time and try
+    // for the device between them (`cpu_chunks_without_retry`, checked in `prove`), not compute
+    // them all on the CPU after the high prover has gone. Requests at several moments of the
+    // low proof, since which call a request meets depends on timing.
+    let low_options = ProveOptions {
+        chunk_terms: 1 << 10,
+        ..options(Priority::Low, Some("fake-0"))
+    };
+    let alone = prove(short, &low_options);
+    assert!(alone.gpu_chunks_total() > 0, "{alone:?}");
+    let mut preempted = 0;
+    for delay_ms in [20, 60, 100, 140, 180, 220] {
+        let low = std::thread::scope(|s| {
+            let low = s.spawn(|| prove(short, &low_options));
+            wait_for_holder("fake-0", Priority::Low);
+            std::thread::sleep(Duration::from_millis(delay_ms));
+            prove(short, &options(Priority::High, Some("fake-0")));
+            low.join().unwrap()
+        });
+        preempted += low.preemptions;
+    }
+    assert!(
+        preempted >= 3,
+        "the low prover was preempted {preempted} times"
+    );
 }
 
 #[test]

@@ -123,10 +123,11 @@ impl FakeDevice {
     ) -> Result<G::Curve, GpuError> {
         self.occupy(bases.len(), Self::multiexp_bytes(bases.len()), interrupt)?;
         // The result, in pieces on a pool of the fake devices' own (the crate's pool may be busy
-        // with the CPU's share, and a device does not queue behind it), each piece checking for
-        // interruption first.
+        // with the CPU's share, and a device does not queue behind it), each batch of pieces
+        // checking for interruption first: small pieces, so that a request is seen within a few
+        // milliseconds here too, as a real kernel sees it between launches.
         let pieces: Vec<(&[G], &[ScalarRepr])> =
-            bases.chunks(1 << 12).zip(scalars.chunks(1 << 12)).collect();
+            bases.chunks(1 << 10).zip(scalars.chunks(1 << 10)).collect();
         let pool = fake_pool();
         let mut sum = G::Curve::identity();
         for batch in pieces.chunks(pool.current_num_threads().max(1)) {

@@ -119,6 +119,7 @@ struct Stats {
     fft_on_gpu: bool,
     preemptions: u64,
     returns_to_gpu: u64,
+    cpu_chunks_without_retry: u64,
     wait: Duration,
     handover: Option<Duration>,
     yield_latency: Option<Duration>,
@@ -559,6 +560,11 @@ impl ClaimInner {
                         *lock(&sum) += part;
                         let mut s = this.shared();
                         s.stats.cpu_chunks += 1;
+                        if running == 0 {
+                            // Computed with no device of ours, right after a try for one.
+                            let most = &mut s.stats.cpu_chunks_without_retry;
+                            *most = (*most).max(1);
+                        }
                         let seconds = started.elapsed().as_secs_f64();
                         if seconds > 0.0 {
                             s.cpu_rate.insert(G::NAME, terms as f64 / seconds);
@@ -577,14 +583,18 @@ impl ClaimInner {
         // worker puts chunks back before it ends, so nothing should be left; whatever is (a
         // worker that panicked after putting chunks back) is computed here, so that every chunk
         // is in the sum exactly once.
+        let mut untried = 0;
         loop {
             let Some(range) = lock(&queue).pop_back() else {
                 break;
             };
             let part = cpu_part(bases, scalars, range, cpu_pool(self.priority, false));
             *lock(&sum) += part;
+            untried += 1;
             self.shared().stats.cpu_chunks += 1;
         }
+        let mut s = self.shared();
+        s.stats.cpu_chunks_without_retry = s.stats.cpu_chunks_without_retry.max(untried);
         sum.into_inner().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -781,6 +791,7 @@ impl ClaimInner {
         report.fft_on_gpu = s.fft_on_gpu;
         report.preemptions = s.preemptions;
         report.returns_to_gpu = s.returns_to_gpu;
+        report.cpu_chunks_without_retry = s.cpu_chunks_without_retry;
         report.wait = s.wait;
         report.handover = s.handover;
         report.yield_latency = s.yield_latency;

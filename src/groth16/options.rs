@@ -133,6 +133,11 @@ pub struct ProofReport {
     pub preemptions: u64,
     /// Times this prover took a device again after losing one to a higher priority.
     pub returns_to_gpu: u64,
+    /// The most multiexp chunks this prover computed on the CPU one after another while it held
+    /// no device, with no try for one between them. A prover tries for a device at every chunk
+    /// boundary, so this is at most 1: a preempted prover returns to a device that is free again
+    /// at its next chunk boundary, not after the rest of its multiexp.
+    pub cpu_chunks_without_retry: u64,
     /// Time spent waiting for a device held by a lower priority to be handed over.
     pub wait: Duration,
     /// The longest hand-over this prover saw as the requester: from asking for a device held by
@@ -172,7 +177,8 @@ impl ProofReport {
         format!(
             "{{\"priority\":\"{}\",\"total_ms\":{},\"gpu_chunks\":{},\"gpu_chunks_by_device\":{{{}}},\
              \"cpu_chunks\":{},\"total_chunks\":{},\"fft_on_gpu\":{},\
-             \"quotient_deferred\":{},\"preemptions\":{},\"returns_to_gpu\":{},\"wait_ms\":{},\
+             \"quotient_deferred\":{},\"preemptions\":{},\"returns_to_gpu\":{},\
+             \"cpu_chunks_without_retry\":{},\"wait_ms\":{},\
              \"handover_ms\":{},\"yield_ms\":{},\"live_device_bytes_at_release\":{},\
              \"peak_device_bytes\":{},\"gpu_failures\":{},\"out_of_memory\":{}}}",
             self.priority,
@@ -185,6 +191,7 @@ impl ProofReport {
             self.quotient_deferred,
             self.preemptions,
             self.returns_to_gpu,
+            self.cpu_chunks_without_retry,
             ms(self.wait),
             opt_ms(self.handover),
             opt_ms(self.yield_latency),
