@@ -55,27 +55,32 @@ FIELD FN(sub_p)(FIELD a) {
 }
 
 #ifdef NVIDIA_PTX
+// t - P when t >= P, for t < 2P: a borrow chain, and the borrow's mask picks t or t - P without
+// a branch.
+inline FIELD FN(reduce_once)(FIELD t) {
+    FIELD d;
+    PTX_ASM("sub.cc.u32 %0, %1, %2;" : "=r"(d.v[0]) : "r"(t.v[0]), "r"(FN(P)[0]));
+    #pragma unroll
+    for (int i = 1; i < FIELD_LIMBS; i++)
+        PTX_ASM("subc.cc.u32 %0, %1, %2;" : "=r"(d.v[i]) : "r"(t.v[i]), "r"(FN(P)[i]));
+    uint borrow;
+    PTX_ASM("subc.u32 %0, 0, 0;" : "=r"(borrow));
+    #pragma unroll
+    for (int i = 0; i < FIELD_LIMBS; i++) d.v[i] = (t.v[i] & borrow) | (d.v[i] & ~borrow);
+    return d;
+}
+
 // Addition and subtraction as PTX carry chains (the portable versions below emulate each carry
-// with 64-bit arithmetic and compare with P limb by limb, branching): a + b, then a + b - P, and
-// the borrow out of the second chain says which one is below P. Inputs are below P, so a + b <
-// 2P < 2^(32 FIELD_LIMBS) and one subtraction suffices. Separate asm statements pass the carry
-// flag, as in `mul`.
+// with 64-bit arithmetic and compare with P limb by limb, branching): a + b, then
+// `reduce_once`. Inputs are below P, so a + b < 2P < 2^(32 FIELD_LIMBS) and one subtraction
+// suffices. Separate asm statements pass the carry flag, as in `mul`.
 FIELD FN(add)(FIELD a, FIELD b) {
-    FIELD s, d;
+    FIELD s;
     PTX_ASM("add.cc.u32 %0, %1, %2;" : "=r"(s.v[0]) : "r"(a.v[0]), "r"(b.v[0]));
     #pragma unroll
     for (int i = 1; i < FIELD_LIMBS; i++)
         PTX_ASM("addc.cc.u32 %0, %1, %2;" : "=r"(s.v[i]) : "r"(a.v[i]), "r"(b.v[i]));
-    PTX_ASM("sub.cc.u32 %0, %1, %2;" : "=r"(d.v[0]) : "r"(s.v[0]), "r"(FN(P)[0]));
-    #pragma unroll
-    for (int i = 1; i < FIELD_LIMBS; i++)
-        PTX_ASM("subc.cc.u32 %0, %1, %2;" : "=r"(d.v[i]) : "r"(s.v[i]), "r"(FN(P)[i]));
-    uint borrow;
-    PTX_ASM("subc.u32 %0, 0, 0;" : "=r"(borrow));
-    // borrow is all ones when a + b < P: keep the sum.
-    #pragma unroll
-    for (int i = 0; i < FIELD_LIMBS; i++) d.v[i] = (s.v[i] & borrow) | (d.v[i] & ~borrow);
-    return d;
+    return FN(reduce_once)(s);
 }
 
 // a - b, plus P when that borrows (the mask of the borrow selects P's limbs).
@@ -134,21 +139,6 @@ FIELD FN(neg)(FIELD a) {
 }
 
 #ifdef NVIDIA_PTX
-// t - P when t >= P, for t < 2P: a borrow chain, and the borrow's mask picks t or t - P without
-// a branch.
-FIELD FN(reduce_once)(FIELD t) {
-    FIELD d;
-    PTX_ASM("sub.cc.u32 %0, %1, %2;" : "=r"(d.v[0]) : "r"(t.v[0]), "r"(FN(P)[0]));
-    #pragma unroll
-    for (int i = 1; i < FIELD_LIMBS; i++)
-        PTX_ASM("subc.cc.u32 %0, %1, %2;" : "=r"(d.v[i]) : "r"(t.v[i]), "r"(FN(P)[i]));
-    uint borrow;
-    PTX_ASM("subc.u32 %0, 0, 0;" : "=r"(borrow));
-    #pragma unroll
-    for (int i = 0; i < FIELD_LIMBS; i++) d.v[i] = (t.v[i] & borrow) | (d.v[i] & ~borrow);
-    return d;
-}
-
 // The NVIDIA fast path: the CIOS steps of the portable `mul` below with PTX multiply-add carry
 // chains, so a 32x32-bit product with its carry costs two integer multiply-adds instead of 64-bit
 // emulation, and with the partial sum kept in two halves, T = E + 2^32 O: the
