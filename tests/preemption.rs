@@ -159,8 +159,10 @@ fn a_prover_preempted_in_its_last_call_of_a_multiexp_returns_at_the_next_chunk()
     // device learns is kept for the process) holds every chunk left of a multiexp: a preemption
     // then puts them all back, and the prover's own loop must take them one at a time and try
     // for the device between them (`cpu_chunks_without_retry`, checked in `prove`), not compute
-    // them all on the CPU after the high prover has gone. Requests at several moments of the
-    // low proof, since which call a request meets depends on timing.
+    // them all on the CPU after the high prover has gone. Requests at moments spread over the
+    // whole low proof (its multiexps take about 1.5 s with these fakes on two cores), since
+    // which call a request meets depends on timing: without the loop's fix, this failed in 2 of
+    // 6 runs with six requests in the first 220 ms, hence the many.
     let low_options = ProveOptions {
         chunk_terms: 1 << 10,
         ..options(Priority::Low, Some("fake-0"))
@@ -168,7 +170,7 @@ fn a_prover_preempted_in_its_last_call_of_a_multiexp_returns_at_the_next_chunk()
     let alone = prove(short, &low_options);
     assert!(alone.gpu_chunks_total() > 0, "{alone:?}");
     let mut preempted = 0;
-    for delay_ms in [20, 60, 100, 140, 180, 220] {
+    for delay_ms in (20..1500).step_by(80) {
         let low = std::thread::scope(|s| {
             let low = s.spawn(|| prove(short, &low_options));
             wait_for_holder("fake-0", Priority::Low);

@@ -134,9 +134,10 @@ pub struct ProofReport {
     /// Times this prover took a device again after losing one to a higher priority.
     pub returns_to_gpu: u64,
     /// The most multiexp chunks this prover computed on the CPU one after another while it held
-    /// no device, with no try for one between them. A prover tries for a device at every chunk
-    /// boundary, so this is at most 1: a preempted prover returns to a device that is free again
-    /// at its next chunk boundary, not after the rest of its multiexp.
+    /// no device, with no try for one between them. The scheduler's loop tries for a device
+    /// before each CPU chunk, so this is 0 or 1 unless chunks are left to the fallback after the
+    /// loop (none should be): a preempted prover returns to a free device at its next chunk
+    /// boundary, not after the rest of its multiexp.
     pub cpu_chunks_without_retry: u64,
     /// Time spent waiting for a device held by a lower priority to be handed over.
     pub wait: Duration,

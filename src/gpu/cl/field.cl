@@ -57,7 +57,7 @@ FIELD FN(sub_p)(FIELD a) {
 #ifdef NVIDIA_PTX
 // t - P when t >= P, for t < 2P: a borrow chain, and the borrow's mask picks t or t - P without
 // a branch.
-inline FIELD FN(reduce_once)(FIELD t) {
+FIELD FN(reduce_once)(FIELD t) {
     FIELD d;
     PTX_ASM("sub.cc.u32 %0, %1, %2;" : "=r"(d.v[0]) : "r"(t.v[0]), "r"(FN(P)[0]));
     #pragma unroll
@@ -157,6 +157,12 @@ FIELD FN(neg)(FIELD a) {
 // CUDA libraries rely on; the loops are unrolled, so no compiler-made instruction lands inside a
 // chain. `scripts/check-mul-chains.py` models these chains instruction by instruction (both
 // fields, random and extreme inputs, every dropped carry checked to be zero) against a b / R mod P.
+#if FIELD_LIMBS % 2
+#error "the even/odd product needs an even number of limbs"
+#endif
+// `inline` (C99's meaning: no out-of-line copy is emitted) so that the halves, private arrays
+// passed by pointer, stay in registers; the programs are always built optimized, where it is
+// inlined (NVIDIA's compiler and clang's nvptx target both do).
 inline void FN(mul_reduce_step)(uint *e, uint *o) {
     uint m = e[0] * FIELD_INV;
     PTX_ASM("mad.lo.cc.u32 %0, %1, %2, %0;" : "+r"(e[0]) : "r"(m), "r"(FN(P)[0]));
