@@ -9,7 +9,7 @@ use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
 use preemptible_groth16::gpu::locks;
 use reports::{field, quantile};
 use std::error::Error;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,13 +27,28 @@ struct Role {
     report: String,
 }
 
-fn spawn(k: u32, priority: &str) -> Result<Child, Box<dyn Error>> {
-    Ok(Command::new(std::env::current_exe()?)
-        .args(["--circuit", "squares", "--log2-constraints"])
-        .arg(k.to_string())
-        .args(["--priority", priority, "--json"])
-        .stdout(Stdio::piped())
-        .spawn()?)
+/// A prover process that is killed and reaped if the demo lets go of it before it has ended (an
+/// error on the way), so that no prover outlives the demo.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+fn spawn(k: u32, priority: &str) -> Result<Reaped, Box<dyn Error>> {
+    Ok(Reaped(
+        Command::new(std::env::current_exe()?)
+            .args(["--circuit", "squares", "--log2-constraints"])
+            .arg(k.to_string())
+            .args(["--priority", priority, "--json"])
+            .stdout(Stdio::piped())
+            .spawn()?,
+    ))
 }
 
 /// A high-priority proving service: one process started before the rounds, its parameters read
@@ -42,7 +57,7 @@ fn spawn(k: u32, priority: &str) -> Result<Child, Box<dyn Error>> {
 /// preemption, not process start-up, and no service start competes with the low prover for the
 /// CPU in the middle of a round (a process per round did, in the eighth session's first run).
 struct Service {
-    child: Child,
+    child: Reaped,
     stdin: Option<ChildStdin>,
     out: BufReader<ChildStdout>,
 }
@@ -60,15 +75,12 @@ impl Service {
             .spawn()?;
         let stdin = child.stdin.take();
         let out = child.stdout.take().map(BufReader::new);
-        // From here on, `Drop` reaps the child on every path.
-        let mut service = match out {
-            Some(out) => Service { child, stdin, out },
-            None => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err("the service has no stdout".into());
-            }
+        // From here on, `Reaped` kills and reaps the child on every path.
+        let child = Reaped(child);
+        let Some(out) = out else {
+            return Err("the service has no stdout".into());
         };
+        let mut service = Service { child, stdin, out };
         let mut line = String::new();
         service.out.read_line(&mut line)?;
         if !line.contains("\"ready\"") {
@@ -99,27 +111,17 @@ impl Service {
                 break;
             }
         }
-        Ok((self.child.id(), role(name, k, started, t0, &line)))
+        Ok((self.child.0.id(), role(name, k, started, t0, &line)))
     }
 
     /// Closes its stdin (the service then ends) and waits for it.
     fn end(mut self) -> Result<(), Box<dyn Error>> {
         drop(self.stdin.take());
-        let status = self.child.wait()?;
+        let status = self.child.0.wait()?;
         if !status.success() {
             return Err(format!("the service ended with {status}").into());
         }
         Ok(())
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        // Ended already when `end` ran; otherwise (an error) it must not outlive the demo.
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
     }
 }
 
@@ -134,25 +136,28 @@ fn role(name: &'static str, k: u32, started: Duration, t0: Instant, stdout: &str
     }
 }
 
-/// Waits for a child and returns its pid and role (its last stdout line is its report).
+/// Waits for a prover and returns its pid and role (its last stdout line is its report).
 fn finish(
     name: &'static str,
     k: u32,
-    child: Child,
+    mut prover: Reaped,
     started: Duration,
     t0: Instant,
 ) -> Result<(u32, Role), Box<dyn Error>> {
-    let pid = child.id();
-    let out = child.wait_with_output()?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let pid = prover.0.id();
+    let mut stdout = String::new();
+    if let Some(mut out) = prover.0.stdout.take() {
+        out.read_to_string(&mut stdout)?;
+    }
+    prover.0.wait()?;
     Ok((pid, role(name, k, started, t0, &stdout)))
 }
 
 /// One prover alone: its report.
 fn alone(k: u32, priority: &str) -> Result<String, Box<dyn Error>> {
     let t0 = Instant::now();
-    let child = spawn(k, priority)?;
-    Ok(finish("alone", k, child, Duration::ZERO, t0)?.1.report)
+    let prover = spawn(k, priority)?;
+    Ok(finish("alone", k, prover, Duration::ZERO, t0)?.1.report)
 }
 
 /// Runs the demo with a low prover of `2^low` and a high one of `2^high` constraints.
@@ -219,9 +224,9 @@ pub fn run(
         });
         // The low prover (spawned anew when one ends before the rounds are done) and, one after
         // another, the high ones.
-        let spawn_low = |roles: &Vec<(u32, Role)>| -> Result<(Child, Duration), Box<dyn Error>> {
+        let spawn_low = |roles: &Vec<(u32, Role)>| -> Result<(Reaped, Duration), Box<dyn Error>> {
             let child = spawn(low, "low")?;
-            let pid = child.id();
+            let pid = child.0.id();
             let started = t0.elapsed();
             let waited = Instant::now();
             while locks::status(&dir, &devices[..1])?[0]
@@ -243,8 +248,8 @@ pub fn run(
             Ok((child, started))
         };
         // The rounds, in a closure of their own so that the sampler is stopped on every path:
-        // an error here must not leave the scope waiting for it. (A low prover left running by
-        // an error ends with its one proof.)
+        // an error here must not leave the scope waiting for it (and the provers it started are
+        // killed as it returns: `Reaped`, `Service`).
         let run_rounds = || -> Result<Vec<(u32, Role)>, Box<dyn Error>> {
             let mut roles = Vec::new();
             let mut service = Service::start(high, "high", rounds.max(1))?;
@@ -255,7 +260,7 @@ pub fn run(
                 // request at every return would leave the low one no device time at all.
                 let mut held_since: Option<Instant> = None;
                 loop {
-                    if low_child.try_wait()?.is_some() {
+                    if low_child.0.try_wait()?.is_some() {
                         roles.push(finish("low", low, low_child, low_started, t0)?);
                         (low_child, low_started) = spawn_low(&roles)?;
                         break;
@@ -264,7 +269,7 @@ pub fn run(
                         .holder
                         .as_ref()
                         .map(|h| h.pid);
-                    if holder == Some(low_child.id()) {
+                    if holder == Some(low_child.0.id()) {
                         let since = *held_since.get_or_insert_with(Instant::now);
                         if since.elapsed() >= LOW_HOLDS_FIRST {
                             break;
