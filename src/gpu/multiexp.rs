@@ -934,25 +934,51 @@ mod tests {
         let buckets = counts.len();
         let mut sums = vec![None; buckets];
         let segments = total.div_ceil(segment);
-        let mut parts = vec![0u64; 2 * segments];
+        // msm_segments, step by step as the kernel's flat loop does it; every part must be
+        // written (the identity is 0).
+        let mut parts: Vec<Option<u64>> = vec![None; 2 * segments];
         for s in 0..segments {
             let (start, end) = (s * segment, ((s + 1) * segment).min(total));
-            for k in 0..buckets {
-                let (a, e) = (offsets[k] as usize, offsets[k + 1] as usize);
-                let (lo, hi) = (a.max(start), e.min(end));
-                if lo >= hi {
-                    continue;
-                }
-                let acc: u64 = (lo..hi).map(|j| j as u64 + 1).sum();
-                if a < start {
-                    parts[2 * s] = acc;
-                } else if e > end {
-                    parts[2 * s + 1] = acc;
-                } else {
-                    sums[k] = Some(acc);
-                }
+            // The bucket holding entry `start`: the last k with offsets[k] <= start.
+            let mut k = offsets[..buckets].partition_point(|&o| o as usize <= start) - 1;
+            let mut head_open = (offsets[k] as usize) < start;
+            if !head_open {
+                parts[2 * s] = Some(0);
             }
+            let mut border = offsets[k + 1] as usize;
+            let mut acc = 0u64;
+            for j in start..end {
+                if j == border {
+                    if head_open {
+                        parts[2 * s] = Some(acc);
+                    } else {
+                        assert!(sums[k].is_none(), "bucket {k} written twice");
+                        sums[k] = Some(acc);
+                    }
+                    head_open = false;
+                    acc = 0;
+                    k += 1;
+                    while offsets[k + 1] as usize <= j {
+                        k += 1;
+                    }
+                    border = offsets[k + 1] as usize;
+                }
+                acc += j as u64 + 1;
+            }
+            let tail = !head_open && border > end;
+            if head_open {
+                parts[2 * s] = Some(acc);
+            } else if !tail {
+                assert!(sums[k].is_none(), "bucket {k} written twice");
+                sums[k] = Some(acc);
+            }
+            parts[2 * s + 1] = Some(if tail { acc } else { 0 });
         }
+        let parts: Vec<u64> = parts
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| p.unwrap_or_else(|| panic!("part {i} never written")))
+            .collect();
         // msm_fold_direct: empty buckets, and crossing ones of at most DIRECT_CROSSINGS borders.
         for k in 0..buckets {
             let (a, e) = (offsets[k] as usize, offsets[k + 1] as usize);
