@@ -25,7 +25,7 @@
 //!    Callers that wait for a device sleep between tries.
 //! 5. A probe that meets another probe (the status view's, say) does not read it as a request:
 //!    a failed exclusive try is followed by a shared one, which succeeds only if the flag is
-//!    held shared, that is raised ([`flag_raised`]). Without this, a status view beside a
+//!    held shared, that is raised (`flag_raised`). Without this, a status view beside a
 //!    holder could make it yield for nothing: the demo samples the status every 2 ms, and its
 //!    run with a 2^24 low prover showed 21 yields for 12 high-priority proofs, 9 of them with
 //!    no higher prover taking the device (H200, eighth session, run28).
