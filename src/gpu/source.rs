@@ -163,8 +163,8 @@ pub fn fft_source() -> String {
 
 /// The source of the multiexp kernels of one group (`G1_msm_count`, `G1_msm_scatter`,
 /// `G1_msm_segments`, the folds and the weighing, or the same for `G2`): G1 over `Fq`, G2 over
-/// `Fq2`. The groups are
-/// separate programs, so that a caller of one does not wait for the other's compilation.
+/// `Fq2`. The groups are separate programs, so that a caller of one does not wait for the other's
+/// compilation.
 pub fn multiexp_source(group: &str) -> String {
     group_source(group, MULTIEXP)
 }
