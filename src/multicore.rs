@@ -35,13 +35,20 @@ static BACKGROUND: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
 #[cfg(feature = "gpu")]
 const BACKGROUND_NICE: i32 = 10;
 
-/// Host threads that fill one slot of a device's pinned staging memory (`gpu::buffer`): half the
-/// crate's threads ([`THREADS_ENV`]), 2 to 8. Four filled G1 bases at about 14 GB/s on the H200 host, a quarter of a
-/// 2^24-term multiexp's time (sixth session).
+/// Environment variable that sets the staging fillers' thread count ([`fill_threads`]).
+#[cfg(feature = "gpu")]
+pub const FILL_THREADS_ENV: &str = "PREEMPTIBLE_GROTH16_FILL_THREADS";
+
+/// Host threads that fill one slot of a device's pinned staging memory (`gpu::buffer`):
+/// [`FILL_THREADS_ENV`], else half the crate's threads ([`THREADS_ENV`]), 2 to 8. Four filled
+/// G1 bases at about 14 GB/s on the H200 host, a quarter of a 2^24-term multiexp's time (sixth
+/// session); eight at about 27 GB/s (eighth).
 #[cfg(feature = "gpu")]
 pub(crate) fn fill_threads() -> usize {
     static FILL: OnceLock<usize> = OnceLock::new();
-    *FILL.get_or_init(|| (threads() / 2).clamp(2, 8))
+    *FILL.get_or_init(|| {
+        positive_env(FILL_THREADS_ENV).unwrap_or_else(|| (threads() / 2).clamp(2, 8))
+    })
 }
 
 fn pool() -> Option<&'static rayon::ThreadPool> {
@@ -50,20 +57,24 @@ fn pool() -> Option<&'static rayon::ThreadPool> {
 
 /// The thread count asked for by [`THREADS_ENV`], else the number of logical CPUs.
 fn threads() -> usize {
-    let requested = std::env::var(THREADS_ENV)
-        .ok()
-        .and_then(|v| match v.trim().parse::<usize>() {
-            Ok(n) if n > 0 => Some(n),
-            _ => {
-                log::warn!("ignoring {THREADS_ENV}={v:?}: expected a positive integer");
-                None
-            }
-        });
-    requested.unwrap_or_else(|| {
+    positive_env(THREADS_ENV).unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
     })
+}
+
+/// The positive integer in the environment variable `name`; anything else is warned about and
+/// ignored.
+fn positive_env(name: &str) -> Option<usize> {
+    let v = std::env::var(name).ok()?;
+    match v.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Some(n),
+        _ => {
+            log::warn!("ignoring {name}={v:?}: expected a positive integer");
+            None
+        }
+    }
 }
 
 fn build(name: &'static str, threads: usize) -> Option<rayon::ThreadPool> {
