@@ -159,7 +159,7 @@ fn lower_this_threads_priority() {
 
 /// Which of the crate's pools a piece of work runs on.
 #[cfg(feature = "gpu")]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Pool {
     /// The crate's pool ([`install`]).
     Main,

@@ -370,6 +370,53 @@ fn fill_in_parts(
     });
 }
 
+/// Whether the little-endian limbs `x` are below those of `p`.
+pub(crate) fn below(x: &[u32], p: &[u32]) -> bool {
+    for (x, p) in x.iter().zip(p).rev() {
+        if x != p {
+            return x < p;
+        }
+    }
+    false
+}
+
+/// The phases of one device call, timed for the debug log: with debug logging on, each mark
+/// waits for the queue (a little slower, so only then) and records the time since the last.
+pub(crate) struct PhaseTimer {
+    on: bool,
+    marks: Vec<(&'static str, std::time::Instant)>,
+}
+
+impl PhaseTimer {
+    /// Starts timing if debug logging is on.
+    pub(crate) fn start() -> PhaseTimer {
+        PhaseTimer {
+            on: log::log_enabled!(log::Level::Debug),
+            marks: vec![("", std::time::Instant::now())],
+        }
+    }
+
+    /// Ends the phase `label` once `queue` has done its work.
+    pub(crate) fn mark(&mut self, queue: &ocl::Queue, label: &'static str) -> Result<(), GpuError> {
+        if self.on {
+            queue.finish()?;
+            self.marks.push((label, std::time::Instant::now()));
+        }
+        Ok(())
+    }
+
+    /// "label time, ..." of the phases, when timing.
+    pub(crate) fn summary(&self) -> Option<String> {
+        self.on.then(|| {
+            self.marks
+                .windows(2)
+                .map(|w| format!("{} {:.2?}", w[1].0, w[1].1 - w[0].1))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,9 @@
 //! one multiplication each (blstrs keeps its limbs private, and this layer does without
 //! reinterpreting them).
 
-use super::buffer::{wait_interruptible, write_limbs, DeviceMemory, Take, TrackedBuffer};
+use super::buffer::{
+    below, wait_interruptible, write_limbs, DeviceMemory, PhaseTimer, Take, TrackedBuffer,
+};
 use super::device::Device;
 use super::error::GpuError;
 use super::program::{build, BuiltProgram};
@@ -37,33 +39,49 @@ fn to_device(values: &[Scalar], out: &mut [u32]) {
     });
 }
 
+/// The value of `LIMBS` Montgomery limbs (checked below `r` by the caller).
+fn scalar_from_limbs(limbs: &[u32]) -> Scalar {
+    let mut raw = blst::blst_fr::default();
+    for (limb, pair) in raw.l.iter_mut().zip(limbs.chunks_exact(2)) {
+        *limb = pair[0] as u64 | (pair[1] as u64) << 32;
+    }
+    Scalar::from(raw)
+}
+
 /// Values from Montgomery limbs; a limb pattern that is not below `r` is a device fault.
 fn from_device(limbs: &[u32], values: &mut [Scalar]) -> Result<(), GpuError> {
     let r = super::source::fr().p;
-    let below_r = |l: &[u32]| {
-        for (x, p) in l.iter().zip(&r).rev() {
-            if x != p {
-                return x < p;
-            }
-        }
-        false
-    };
     multicore::install(|| {
         values
             .par_iter_mut()
             .zip(limbs.par_chunks(LIMBS))
             .try_for_each(|(v, l)| {
-                if !below_r(l) {
+                if !below(l, &r) {
                     return Err(GpuError::WrongResult("a value outside the field".into()));
                 }
-                let mut raw = blst::blst_fr::default();
-                for (limb, pair) in raw.l.iter_mut().zip(l.chunks_exact(2)) {
-                    *limb = pair[0] as u64 | (pair[1] as u64) << 32;
-                }
-                *v = Scalar::from(raw);
+                *v = scalar_from_limbs(l);
                 Ok(())
             })
     })
+}
+
+/// Appends the values of Montgomery `limbs` to `values`, on all threads: a serial zeroing before
+/// [`from_device`] wrote each slot twice.
+fn append_from_device(limbs: &[u32], values: &mut Vec<Scalar>) -> Result<(), GpuError> {
+    let r = super::source::fr().p;
+    let bad = std::sync::atomic::AtomicBool::new(false);
+    multicore::install(|| {
+        values.par_extend(limbs.par_chunks(LIMBS).map(|l| {
+            if !below(l, &r) {
+                bad.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            scalar_from_limbs(l)
+        }))
+    });
+    if bad.into_inner() {
+        return Err(GpuError::WrongResult("a value outside the field".into()));
+    }
+    Ok(())
 }
 
 /// The domain of size `2^log_n`: its generator and its inverse, and `1 / n`.
@@ -286,10 +304,13 @@ impl FftKernel {
         let z_inv = Option::<Scalar>::from((g.pow_vartime([n as u64]) - Scalar::ONE).invert())
             .ok_or_else(|| GpuError::InvalidInput("Z vanishes on the coset".into()))?;
 
+        let q = &self.program.queue;
+        let mut phases = PhaseTimer::start();
         let mut device = Vec::with_capacity(3);
         for values in [a, b, c] {
             check()?;
             let data = self.upload(values, n, interrupt)?;
+            phases.mark(q, "upload")?;
             // Interpolate, then shift to the coset: the next transform evaluates there.
             let to_coset = Plan {
                 before: None,
@@ -298,6 +319,7 @@ impl FftKernel {
             };
             self.apply(&data, log_n, omega_inv, to_coset, interrupt)?;
             self.transform(&data, log_n, omega, interrupt)?;
+            phases.mark(q, "to the coset")?;
             device.push(data);
         }
         let z = self.upload(&[z_inv], 1, interrupt)?;
@@ -320,11 +342,16 @@ impl FftKernel {
             after: Some(g_inv),
         };
         self.apply(&h, log_n, omega_inv, from_coset, interrupt)?;
-        // Zeroed (written) a slot at a time by the download, between its probes: at 2^24 the
-        // 512 MiB written in one go was a long stretch without one.
+        phases.mark(q, "combined and back")?;
+        // Filled a slot at a time by the download, between its probes: at 2^24 the 512 MiB
+        // zeroed in one go was a long stretch without one.
         let mut out = Vec::with_capacity(n);
         self.download_into(&h, n, &mut out, interrupt)?;
         out.truncate(n - 1);
+        phases.mark(q, "download")?;
+        if let Some(steps) = phases.summary() {
+            log::debug!("gpu: quotient of 2^{log_n} values: {steps}");
+        }
         Ok(out)
     }
 
@@ -396,9 +423,7 @@ impl FftKernel {
         interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
         self.download_with(data, len, interrupt, &mut |_, limbs| {
-            let at = values.len();
-            values.resize(at + limbs.len() / LIMBS, Scalar::ZERO);
-            from_device(limbs, &mut values[at..])
+            append_from_device(limbs, values)
         })
     }
 

@@ -8,7 +8,9 @@
 //! which are the device's own form; the few result points come back the same way, in Jacobian
 //! coordinates, and the host weighs and adds them.
 
-use super::buffer::{settled, wait_interruptible, write_limbs, DeviceMemory, TrackedBuffer};
+use super::buffer::{
+    below, settled, wait_interruptible, write_limbs, DeviceMemory, PhaseTimer, TrackedBuffer,
+};
 use super::device::Device;
 use super::error::GpuError;
 use super::program::{build, BuiltProgram};
@@ -53,16 +55,6 @@ fn read_fq(limbs: &[u32], out: &mut blst::blst_fp) {
     for (l, pair) in out.l.iter_mut().zip(limbs.chunks_exact(2)) {
         *l = pair[0] as u64 | (pair[1] as u64) << 32;
     }
-}
-
-/// Whether the little-endian limbs `x` are below those of `p`.
-fn below(x: &[u32], p: &[u32]) -> bool {
-    for (x, p) in x.iter().zip(p).rev() {
-        if x != p {
-            return x < p;
-        }
-    }
-    false
 }
 
 fn checked<P: Group>(point: P, on_curve: bool) -> Result<P, GpuError> {
@@ -495,9 +487,7 @@ impl MultiexpKernel {
         let point_limbs = 3 * G::COORD_LIMBS;
         let plan = Plan::new(n);
         let bucket_count = plan.bucket_count();
-        // With debug logging, each phase is waited for and timed (for tuning; it costs a little).
-        let timed = log::log_enabled!(log::Level::Debug);
-        let mut phases: Vec<(&str, std::time::Instant)> = vec![("", std::time::Instant::now())];
+        let mut phases = PhaseTimer::start();
         let q = built.queue.clone();
         let p = &built.program;
         let memory = &self.memory;
@@ -521,14 +511,7 @@ impl MultiexpKernel {
                 .local_work_size(WORK_GROUP);
             builder
         };
-        let mut mark = |label: &'static str| -> Result<(), GpuError> {
-            if timed {
-                q.finish()?;
-                phases.push((label, std::time::Instant::now()));
-            }
-            Ok(())
-        };
-        mark("program")?;
+        phases.mark(&q, "program")?;
         // The limbs are written straight into pinned staging memory, on threads of its own, not
         // a rayon pool: the CPU's share of the same multiexp keeps the pools busy, and the device
         // would wait behind it.
@@ -561,7 +544,7 @@ impl MultiexpKernel {
                 interrupt,
             )
         })?;
-        mark("upload")?;
+        phases.mark(&q, "upload")?;
 
         // Small tables (offsets, fold ranges) cross through the pinned staging memory too: from
         // ordinary memory a 2 MiB table (16-bit windows) took over a millisecond each way.
@@ -638,7 +621,7 @@ impl MultiexpKernel {
             .iter()
             .map(|level| Ok((upload_u32(&level.ranges)?, upload_u32(&level.dest)?)))
             .collect::<Result<Vec<_>, GpuError>>()?;
-        mark("count")?;
+        phases.mark(&q, "count")?;
 
         // 2. Sort the terms by bucket.
         let entries = TrackedBuffer::new(&q, total, None, memory)?;
@@ -655,7 +638,7 @@ impl MultiexpKernel {
         )?;
         settled(&q, wait_interruptible(&q, &done, interrupt))?;
         drop((scalars_buf, cursor));
-        mark("scatter")?;
+        phases.mark(&q, "scatter")?;
 
         // 3. Sum the buckets in segments of equal length, then fold the parts of the buckets that
         //    cross segments.
@@ -722,7 +705,7 @@ impl MultiexpKernel {
             }
         }
         drop(input);
-        mark("buckets")?;
+        phases.mark(&q, "buckets")?;
 
         // 4. Weigh the buckets by their digits, in groups, and add runs of groups.
         let groups = plan.group_count();
@@ -760,7 +743,7 @@ impl MultiexpKernel {
         summed.read(&mut out).queue(&q).enq()?;
         // Every device buffer is freed here, before the host's share of the work.
         drop(summed);
-        mark("weigh")?;
+        phases.mark(&q, "weigh")?;
 
         // blst takes reduced coordinates on trust: a faulty device's x + P would pass the curve
         // check (the products reduce it) and then break the additions.
@@ -784,17 +767,13 @@ impl MultiexpKernel {
                 acc += point;
             }
         }
-        mark("host sum")?;
-        if timed {
-            let steps: Vec<String> = phases
-                .windows(2)
-                .map(|w| format!("{} {:.2?}", w[1].0, w[1].1 - w[0].1))
-                .collect();
+        phases.mark(&q, "host sum")?;
+        if let Some(steps) = phases.summary() {
             log::debug!(
-                "gpu: {} multiexp of {n} terms (c = {}, {total} entries, segments of {segment}): {}",
+                "gpu: {} multiexp of {n} terms (c = {}, {total} entries, segments of {segment}): \
+                 {steps}",
                 G::NAME,
                 plan.c,
-                steps.join(", ")
             );
         }
         Ok(acc)

@@ -143,10 +143,6 @@ struct Shared {
     lost: bool,
     /// The most chunks per call after a device ran out of memory, per device and group.
     batch_cap: HashMap<(String, &'static str), usize>,
-    /// Terms per second of each device's last run, per group (transfers included).
-    gpu_rate: HashMap<(String, &'static str), f64>,
-    /// Terms per second of the CPU's last chunk, per group.
-    cpu_rate: HashMap<&'static str, f64>,
 }
 
 /// One proof's use of the GPUs. A watcher thread probes the devices held between pieces of
@@ -182,15 +178,26 @@ struct ClaimInner {
 /// and 4.1x (2^24) the time the high proofs held the device.
 const TARGET_BATCH: Duration = Duration::from_millis(160);
 
-/// Per device and group: chunks per call.
-type LearnedBatches = HashMap<(String, &'static str), usize>;
+/// What the process learned about its devices and its CPU, kept across claims: a device's speed
+/// is not a property of one proof.
+#[derive(Debug, Default)]
+struct Learned {
+    /// Chunks per call last fitted to [`TARGET_BATCH`], per device and group: a claim that
+    /// started again from one chunk paid a call's fixed costs (about 15 ms on the H200, most of a
+    /// 2^15-term call) per chunk for its whole first multiexp.
+    batches: HashMap<(String, &'static str), usize>,
+    /// Terms per second of each device's last run, per device and group (transfers included).
+    gpu_rate: HashMap<(String, &'static str), f64>,
+    /// Terms per second of the CPU's last chunk, per group and pool. Measured afresh in each
+    /// proof, the CPU took a chunk of every multiexp to time itself, and the device, done with
+    /// the rest, waited for it: 55 of a 2^20 proof's 100 ms of H query and 75 of a 2^16 proof's
+    /// 90 ms of B query in G2 (H200, ninth session).
+    cpu_rate: HashMap<(&'static str, Pool), f64>,
+}
 
-/// Chunks per call last fitted to [`TARGET_BATCH`], per device and group, for the whole process: a device's speed is not a property of one proof, and a claim that started
-/// again from one chunk paid a call's fixed costs (about 15 ms on the H200, most of a 2^15-term
-/// call) per chunk for its whole first multiexp.
-fn learned_batches() -> MutexGuard<'static, LearnedBatches> {
-    static BATCHES: std::sync::OnceLock<Mutex<LearnedBatches>> = std::sync::OnceLock::new();
-    lock(BATCHES.get_or_init(Default::default))
+fn learned() -> MutexGuard<'static, Learned> {
+    static LEARNED: std::sync::OnceLock<Mutex<Learned>> = std::sync::OnceLock::new();
+    lock(LEARNED.get_or_init(Default::default))
 }
 
 /// The CPU takes a chunk only while more than this many per running device worker are queued.
@@ -530,7 +537,8 @@ impl ClaimInner {
             loop {
                 workers.extend(this.try_take().into_iter().map(spawn));
                 let running = workers.iter().filter(|w| !w.is_finished()).count();
-                let rates = this.rates(G::NAME);
+                let pool = cpu_pool(this.priority, running > 0);
+                let rates = this.rates(G::NAME, pool);
                 let next = {
                     let mut q = lock(&queue);
                     // An empty queue ends the loop only when no worker runs: a worker whose run
@@ -546,8 +554,7 @@ impl ClaimInner {
                         }
                         None
                     } else if cpu_takes(&q, running, rates) {
-                        q.pop_back()
-                            .map(|range| (range, cpu_pool(this.priority, running > 0)))
+                        q.pop_back().map(|range| (range, pool))
                     } else {
                         None
                     }
@@ -565,9 +572,12 @@ impl ClaimInner {
                             let most = &mut s.stats.cpu_chunks_without_retry;
                             *most = (*most).max(1);
                         }
+                        drop(s);
                         let seconds = started.elapsed().as_secs_f64();
                         if seconds > 0.0 {
-                            s.cpu_rate.insert(G::NAME, terms as f64 / seconds);
+                            learned()
+                                .cpu_rate
+                                .insert((G::NAME, pool), terms as f64 / seconds);
                         }
                     }
                     None => std::thread::sleep(CPU_IDLE_STEP),
@@ -598,17 +608,16 @@ impl ClaimInner {
         sum.into_inner().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The measured speeds for `group`, in terms per second: the fastest device's and the CPU's
-    /// (`None` until each has run once in this claim).
-    fn rates(&self, group: &'static str) -> (Option<f64>, Option<f64>) {
-        let s = self.shared();
-        let device = s
-            .gpu_rate
+    /// The measured speeds for `group`, in terms per second: the fastest of this claim's devices
+    /// and the CPU on `pool` (`None` until each has run once in this process).
+    fn rates(&self, group: &'static str, pool: Pool) -> (Option<f64>, Option<f64>) {
+        let learned = learned();
+        let device = self
+            .devices
             .iter()
-            .filter(|((_, g), _)| *g == group)
-            .map(|(_, rate)| *rate)
+            .filter_map(|d| learned.gpu_rate.get(&(d.id.clone(), group)).copied())
             .reduce(f64::max);
-        (device, s.cpu_rate.get(group).copied())
+        (device, learned.cpu_rate.get(&(group, pool)).copied())
     }
 
     /// Takes chunks from the front until the queue is empty (keeps the device) or a higher
@@ -627,7 +636,8 @@ impl ClaimInner {
     ) -> Option<LockedKernel> {
         let key = (k.device.id.clone(), G::NAME);
         let cap = self.shared().batch_cap.get(&key).copied();
-        let mut batch = learned_batches()
+        let mut batch = learned()
+            .batches
             .get(&key)
             .copied()
             .unwrap_or(1)
@@ -677,15 +687,14 @@ impl ClaimInner {
                         started.elapsed()
                     );
                     let elapsed = started.elapsed();
-                    let mut s = self.shared();
                     if !elapsed.is_zero() {
-                        s.gpu_rate
+                        learned()
+                            .gpu_rate
                             .insert(key.clone(), range.len() as f64 / elapsed.as_secs_f64());
                     }
-                    let cap = s.batch_cap.get(&key).copied();
-                    drop(s);
+                    let cap = self.shared().batch_cap.get(&key).copied();
                     batch = next_batch(batch, run.len(), elapsed, cap, TARGET_BATCH);
-                    learned_batches().insert(key.clone(), batch);
+                    learned().batches.insert(key.clone(), batch);
                 }
                 Err(e) => {
                     let chunks = run.len();
@@ -703,7 +712,7 @@ impl ClaimInner {
                             batch = chunks / 2;
                             let cap = s.batch_cap.entry(key.clone()).or_insert(batch);
                             *cap = (*cap).min(batch);
-                            learned_batches().insert(key.clone(), batch);
+                            learned().batches.insert(key.clone(), batch);
                             drop(s);
                             log::info!(
                                 "gpu: {} ran out of memory on {chunks} chunks ({e}); taking {batch}",

@@ -455,12 +455,12 @@ fn prove<P: ParameterSource + Sync>(
     let inputs = scalar_reprs(&cs.input_assignment);
     let aux = scalar_reprs(&cs.aux_assignment);
     let l = work.msm(params.l(), &aux, "L query")?;
-    let mut a_scalars = inputs.clone();
-    a_scalars.extend(cs.a_aux_density.select(&aux));
+    let a_scalars = cs.a_aux_density.select_after(&inputs, &aux);
     let a = work.msm(params.a(), &a_scalars, "A query")?;
     drop(a_scalars);
-    let mut b_scalars = cs.b_input_density.select(&inputs);
-    b_scalars.extend(cs.b_aux_density.select(&aux));
+    let b_scalars = cs
+        .b_aux_density
+        .select_after(&cs.b_input_density.select(&inputs), &aux);
     let b_g1 = work.msm(params.b_g1(), &b_scalars, "B query in G1")?;
     let b_g2 = work.msm(params.b_g2(), &b_scalars, "B query in G2")?;
     drop(b_scalars);
