@@ -35,7 +35,8 @@ static BACKGROUND: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
 #[cfg(feature = "gpu")]
 const BACKGROUND_NICE: i32 = 10;
 
-/// Environment variable that sets the staging fillers' thread count ([`fill_threads`]).
+/// Environment variable that sets how many threads fill the pinned staging memory of a transfer to
+/// a device (default: half the worker threads, 2 to 8).
 #[cfg(feature = "gpu")]
 pub const FILL_THREADS_ENV: &str = "PREEMPTIBLE_GROTH16_FILL_THREADS";
 

@@ -261,7 +261,7 @@ impl HigherPriorityProbe {
     }
 
     /// Whether a prover of a higher level has raised its flag. A flag that reads raised is read
-    /// again [`CONFIRM_PAUSE`] later and counts only if it still is: a real request stays up
+    /// again 200 us later and counts only if it still is: a real request stays up
     /// until its prover has the device, while two probes meeting (invariant 5) last
     /// microseconds. The pause is added to every hand-over.
     pub fn anyone_waiting(&self) -> Result<bool, LockError> {
