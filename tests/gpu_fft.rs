@@ -141,3 +141,64 @@ fn an_interrupted_quotient_stops_and_frees_its_device_memory() {
         assert_eq!(k.live_device_bytes(), 0, "asked at probe {at}");
     }
 }
+
+#[test]
+fn a_quotient_in_steps_keeps_what_it_finished_and_resumes_to_the_cpu_result() {
+    use preemptible_groth16::domain::QuotientSteps;
+    let k = kernel();
+    let rng = &mut ChaCha20Rng::seed_from_u64(45);
+    let mut random =
+        |len: usize| -> Vec<Scalar> { (0..len).map(|_| Scalar::random(&mut *rng)).collect() };
+    let (a, b, c) = (random(3000), random(3000), random(3000));
+    let want = cpu_quotient(&a, &b, &c);
+    // Uninterrupted, from nothing done: the CPU's result, with every input kept on the coset.
+    let mut steps = QuotientSteps::new(a.clone(), b.clone(), c.clone());
+    let probes = AtomicUsize::new(0);
+    let h = k
+        .quotient_steps(&mut steps, &|| {
+            probes.fetch_add(1, Ordering::Relaxed);
+            false
+        })
+        .unwrap();
+    assert_eq!(h, want);
+    assert_eq!(steps.steps_done(), 3);
+    // From all three inputs on the coset (the last step only).
+    assert_eq!(k.quotient_steps(&mut steps, &|| false).unwrap(), want);
+    // Interrupted at every few probes: what finished stays, no device memory is left, and the
+    // next try (on the device, or on the CPU) finishes with the same result.
+    let total = probes.load(Ordering::Relaxed);
+    let mut partial = 0;
+    for at in (0..total).step_by(4) {
+        let mut steps = QuotientSteps::new(a.clone(), b.clone(), c.clone());
+        let seen = AtomicUsize::new(0);
+        let result = k.quotient_steps(&mut steps, &|| seen.fetch_add(1, Ordering::Relaxed) >= at);
+        assert_eq!(k.live_device_bytes(), 0, "asked at probe {at}");
+        match result {
+            // Waits probe as they go, so a run may have fewer probes than the first: asked
+            // near the end, it may finish.
+            Ok(h) => {
+                assert!(h == want && steps.steps_done() == 3, "asked at probe {at}");
+                continue;
+            }
+            Err(GpuError::Interrupted) => {}
+            Err(e) => panic!("asked at probe {at} of {total}: {e}"),
+        }
+        let done = steps.steps_done();
+        if (1..3).contains(&done) {
+            partial += 1;
+        }
+        if at % 8 == 0 {
+            assert_eq!(
+                k.quotient_steps(&mut steps, &|| false).unwrap(),
+                want,
+                "at {at}"
+            );
+        } else {
+            assert_eq!(steps.finish_on_cpu().unwrap(), want, "at {at}, on the CPU");
+        }
+    }
+    assert!(
+        partial > 0,
+        "no interruption kept a finished step ({total} probes)"
+    );
+}

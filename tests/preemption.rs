@@ -207,8 +207,11 @@ fn a_quotient_interrupted_on_the_device_is_put_off_and_done_there_later() {
     // the CPU: it did its other multiexps first (partly on the CPU) ...
     assert!(low.preemptions >= 1 && low.quotient_deferred, "{low:?}");
     assert!(low.cpu_chunks > 0, "{low:?}");
-    // ... and by then the device was free again and computed it.
+    // ... and by then the device was free again and computed it, in steps kept on the host
+    // (all four of them there).
     assert!(low.returns_to_gpu >= 1 && low.fft_on_gpu, "{low:?}");
+    assert_eq!(low.quotient_steps_on_gpu, 4, "{low:?}");
+    assert_eq!(high.quotient_steps_on_gpu, 0, "{high:?}");
 }
 
 #[test]

@@ -8,6 +8,7 @@ use super::error::GpuError;
 use super::fake::{self, FakeDevice};
 use super::fft::FftKernel;
 use super::multiexp::{GpuCurve, MultiexpKernel};
+use crate::domain::QuotientSteps;
 use crate::multiexp::ScalarRepr;
 use blstrs::Scalar;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -119,6 +120,25 @@ impl GpuDevice {
                 self.name
             ))),
             Engine::Fake(f) => f.quotient(a, b, c, interrupt),
+        }
+    }
+
+    /// The prover's quotient on this device from the steps done in `steps`, keeping each step
+    /// it finishes there ([`FftKernel::quotient_steps`]).
+    pub(crate) fn quotient_steps(
+        &self,
+        steps: &mut QuotientSteps,
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<Vec<Scalar>, GpuError> {
+        Self::injected()?;
+        Self::fits(3 * 32 * steps.n as u64)?;
+        match &self.engine {
+            Engine::OpenCl { fft: Some(k), .. } => k.quotient_steps(steps, interrupt),
+            Engine::OpenCl { fft: None, .. } => Err(GpuError::NoDevice(format!(
+                ": {} has no FFT program",
+                self.name
+            ))),
+            Engine::Fake(f) => f.quotient_steps(steps, interrupt),
         }
     }
 

@@ -6,6 +6,7 @@
 
 use super::buffer::DeviceMemory;
 use super::error::GpuError;
+use crate::domain::{to_coset, QuotientInput, QuotientSteps};
 use crate::multiexp::{multiexp_serial, CurveAffine, ScalarRepr};
 use blstrs::Scalar;
 use group::Group;
@@ -166,5 +167,29 @@ impl FakeDevice {
         self.occupy(terms, 96 * a.len() as u64, interrupt)?;
         crate::domain::quotient(a.to_vec(), b.to_vec(), c.to_vec())
             .map_err(|e| GpuError::InvalidInput(e.to_string()))
+    }
+
+    /// [`FakeDevice::quotient`] in steps, as the OpenCL one: each input moved to the coset takes
+    /// a quarter of the pretend time and is kept in `steps`; the rest takes the last quarter.
+    pub fn quotient_steps(
+        &self,
+        steps: &mut QuotientSteps,
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<Vec<Scalar>, GpuError> {
+        let n = steps.n;
+        let quarter = match QUOTIENT_NS_PER_VALUE.load(Ordering::Relaxed) {
+            0 => n / 40,
+            ns => (n as u64 * ns / self.ns_per_term.max(1) / 4) as usize,
+        };
+        let invalid = |e: crate::SynthesisError| GpuError::InvalidInput(e.to_string());
+        for input in steps.inputs.iter_mut() {
+            if let QuotientInput::OnDomain(values) = input {
+                self.occupy(quarter, 32 * n as u64, interrupt)?;
+                let on_coset = to_coset(values.clone(), n).map_err(invalid)?;
+                *input = QuotientInput::OnCoset(on_coset);
+            }
+        }
+        self.occupy(quarter, 96 * n as u64, interrupt)?;
+        steps.clone().finish_on_cpu().map_err(invalid)
     }
 }

@@ -15,6 +15,7 @@ use super::device::Device;
 use super::error::GpuError;
 use super::program::{build, BuiltProgram};
 use super::source;
+use crate::domain::{QuotientInput, QuotientSteps};
 use crate::multicore;
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
@@ -287,6 +288,49 @@ impl FftKernel {
         c: &[Scalar],
         interrupt: &dyn Fn() -> bool,
     ) -> Result<Vec<Scalar>, GpuError> {
+        let n = a.len().max(b.len()).max(c.len()).max(1).next_power_of_two();
+        let inputs = [(a, false), (b, false), (c, false)];
+        self.quotient_on_device(n, inputs, None, interrupt)
+    }
+
+    /// [`FftKernel::quotient_interruptible`] from the steps already done in `steps`, keeping
+    /// each finished step on the host (the input's coset evaluations come back as soon as they
+    /// are made): when interrupted, the steps finished so far stay in `steps` for the next try
+    /// (on any device, or on the CPU), and only the one in progress is lost. The three downloads
+    /// cost about a tenth of the quotient's time.
+    pub fn quotient_steps(
+        &self,
+        steps: &mut QuotientSteps,
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<Vec<Scalar>, GpuError> {
+        let mut done: [Option<Vec<Scalar>>; 3] = Default::default();
+        let result = {
+            let input = |i: usize| match &steps.inputs[i] {
+                QuotientInput::OnDomain(v) => (v.as_slice(), false),
+                QuotientInput::OnCoset(v) => (v.as_slice(), true),
+            };
+            let inputs = [input(0), input(1), input(2)];
+            let mut keep = |i: usize, values: Vec<Scalar>| done[i] = Some(values);
+            self.quotient_on_device(steps.n, inputs, Some(&mut keep), interrupt)
+        };
+        // The finished steps are kept whether or not the whole quotient was.
+        for (input, values) in steps.inputs.iter_mut().zip(done) {
+            if let Some(values) = values {
+                *input = QuotientInput::OnCoset(values);
+            }
+        }
+        result
+    }
+
+    /// The quotient on a domain of `n` values from `inputs` (values, and whether they are on the
+    /// coset already); with `keep`, each input moved to the coset here is also handed to it.
+    fn quotient_on_device(
+        &self,
+        n: usize,
+        inputs: [(&[Scalar], bool); 3],
+        mut keep: Option<&mut dyn FnMut(usize, Vec<Scalar>)>,
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<Vec<Scalar>, GpuError> {
         let check = || {
             if interrupt() {
                 Err(GpuError::Interrupted)
@@ -294,7 +338,11 @@ impl FftKernel {
                 Ok(())
             }
         };
-        let n = a.len().max(b.len()).max(c.len()).max(1).next_power_of_two();
+        if !n.is_power_of_two() || inputs.iter().any(|(v, _)| v.len() > n) {
+            return Err(GpuError::InvalidInput(format!(
+                "quotient inputs longer than the domain of {n}"
+            )));
+        }
         let log_n = log_size(n)?;
         let (omega, omega_inv, n_inv) = domain_constants(log_n)?;
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
@@ -307,19 +355,27 @@ impl FftKernel {
         let q = &self.program.queue;
         let mut phases = PhaseTimer::start();
         let mut device = Vec::with_capacity(3);
-        for values in [a, b, c] {
+        for (i, (values, on_coset)) in inputs.into_iter().enumerate() {
             check()?;
             let data = self.upload(values, n, interrupt)?;
             phases.mark(q, "upload")?;
-            // Interpolate, then shift to the coset: the next transform evaluates there.
-            let to_coset = Plan {
-                before: None,
-                scale: Some(n_inv),
-                after: Some(g),
-            };
-            self.apply(&data, log_n, omega_inv, to_coset, interrupt)?;
-            self.transform(&data, log_n, omega, interrupt)?;
-            phases.mark(q, "to the coset")?;
+            if !on_coset {
+                // Interpolate, then shift to the coset: the next transform evaluates there.
+                let to_coset = Plan {
+                    before: None,
+                    scale: Some(n_inv),
+                    after: Some(g),
+                };
+                self.apply(&data, log_n, omega_inv, to_coset, interrupt)?;
+                self.transform(&data, log_n, omega, interrupt)?;
+                phases.mark(q, "to the coset")?;
+                if let Some(keep) = keep.as_mut() {
+                    let mut out = Vec::with_capacity(n);
+                    self.download_into(&data, n, &mut out, interrupt)?;
+                    keep(i, out);
+                    phases.mark(q, "kept")?;
+                }
+            }
             device.push(data);
         }
         let z = self.upload(&[z_inv], 1, interrupt)?;

@@ -17,6 +17,7 @@ use super::backend::{self, GpuDevice, MIN_GPU_FFT, MIN_GPU_TERMS};
 use super::error::GpuError;
 use super::locks::{self, GpuLock, HigherPriorityProbe, PriorityFlag};
 use super::multiexp::GpuCurve;
+use crate::domain::QuotientSteps;
 use crate::groth16::{Priority, ProofReport};
 use crate::multicore::Pool;
 use crate::multiexp::{multiexp_on, ScalarRepr};
@@ -271,6 +272,12 @@ impl GpuClaim {
     /// The prover's quotient on a held (or newly taken) device, or why not.
     pub(crate) fn quotient(&mut self, a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> QuotientOnGpu {
         self.inner.quotient(a, b, c)
+    }
+
+    /// The quotient from the steps done in `steps` on a device of this claim; each step the
+    /// device finishes stays in `steps`, also when it is preempted.
+    pub(crate) fn quotient_steps(&mut self, steps: &mut QuotientSteps) -> QuotientOnGpu {
+        self.inner.quotient_steps(steps)
     }
 
     /// Releases every device and writes the counters into `report`.
@@ -737,6 +744,22 @@ impl ClaimInner {
         if a.len().next_power_of_two() < MIN_GPU_FFT {
             return QuotientOnGpu::NotThere;
         }
+        self.on_fft_device(&mut |k| k.device.quotient(a, b, c, &|| k.should_yield()))
+    }
+
+    /// The quotient from the steps done in `steps`, keeping each step a device finishes.
+    fn quotient_steps(&self, steps: &mut QuotientSteps) -> QuotientOnGpu {
+        if steps.n < MIN_GPU_FFT {
+            return QuotientOnGpu::NotThere;
+        }
+        self.on_fft_device(&mut |k| k.device.quotient_steps(steps, &|| k.should_yield()))
+    }
+
+    /// Runs `quotient` on a held (or newly taken) device that has an FFT program.
+    fn on_fft_device(
+        &self,
+        quotient: &mut dyn FnMut(&LockedKernel) -> Result<Vec<Scalar>, GpuError>,
+    ) -> QuotientOnGpu {
         let mut held = std::mem::take(&mut *lock(&self.idle));
         if !held.iter().any(|k| k.device.has_fft()) {
             // None held, or none that can run it: a free one that can is taken too.
@@ -762,7 +785,7 @@ impl ClaimInner {
             self.release(k, true);
             return QuotientOnGpu::Preempted;
         }
-        match k.device.quotient(a, b, c, &|| k.should_yield()) {
+        match quotient(&k) {
             Ok(h) => {
                 self.shared().stats.fft_on_gpu = true;
                 lock(&self.idle).push(k);

@@ -129,6 +129,10 @@ pub struct ProofReport {
     /// offered the quotient to a device again, waiting for one for up to 0.5 us per value before
     /// computing it on the CPU.
     pub quotient_deferred: bool,
+    /// Steps of a put-off quotient done on a device, of 4 (each input moved to the coset, then
+    /// the combination and the way back): the steps are kept on the host as they finish, so a
+    /// device taken away in the middle loses only the step it was in.
+    pub quotient_steps_on_gpu: u64,
     /// Times this prover gave a device up to a higher priority.
     pub preemptions: u64,
     /// Times this prover took a device again after losing one to a higher priority.
@@ -178,7 +182,8 @@ impl ProofReport {
         format!(
             "{{\"priority\":\"{}\",\"total_ms\":{},\"gpu_chunks\":{},\"gpu_chunks_by_device\":{{{}}},\
              \"cpu_chunks\":{},\"total_chunks\":{},\"fft_on_gpu\":{},\
-             \"quotient_deferred\":{},\"preemptions\":{},\"returns_to_gpu\":{},\
+             \"quotient_deferred\":{},\"quotient_steps_on_gpu\":{},\"preemptions\":{},\
+             \"returns_to_gpu\":{},\
              \"cpu_chunks_without_retry\":{},\"wait_ms\":{},\
              \"handover_ms\":{},\"yield_ms\":{},\"live_device_bytes_at_release\":{},\
              \"peak_device_bytes\":{},\"gpu_failures\":{},\"out_of_memory\":{}}}",
@@ -190,6 +195,7 @@ impl ProofReport {
             self.total_chunks,
             self.fft_on_gpu,
             self.quotient_deferred,
+            self.quotient_steps_on_gpu,
             self.preemptions,
             self.returns_to_gpu,
             self.cpu_chunks_without_retry,
@@ -260,7 +266,9 @@ mod tests {
         assert!(j.contains("\"handover_ms\":2.500,\"yield_ms\":null"), "{j}");
         assert!(j.contains("\"peak_device_bytes\":4096,"), "{j}");
         assert!(
-            j.contains("\"fft_on_gpu\":false,\"quotient_deferred\":false,"),
+            j.contains(
+                "\"fft_on_gpu\":false,\"quotient_deferred\":false,\"quotient_steps_on_gpu\":0,"
+            ),
             "{j}"
         );
         assert!(

@@ -16,6 +16,7 @@ use super::options::{Priority, ProofReport, ProveOptions};
 use super::params::ParameterSource;
 use super::proof::Proof;
 use crate::curve::CurveAffine;
+use crate::domain::QuotientSteps;
 use crate::multicore;
 use crate::multiexp::{multiexp, scalar_reprs, Density, LengthMismatch, ScalarRepr};
 use bellpepper_core::{
@@ -255,7 +256,7 @@ const QUOTIENT_RETRY_SLEEP: Duration = Duration::from_millis(4);
 enum Quotient {
     Done(Vec<Scalar>),
     #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
-    Deferred([Vec<Scalar>; 3]),
+    Deferred(QuotientSteps),
 }
 
 /// Where one proof's FFTs and multiexps run: through its GPU claim (devices and the CPU, under
@@ -267,6 +268,9 @@ struct Work {
     cpu_multiexps: u64,
     /// A higher priority interrupted the quotient on a device and it was put off.
     quotient_deferred: bool,
+    /// Steps of a put-off quotient done on a device (of 4: three inputs moved to the coset, and
+    /// the rest).
+    quotient_steps_on_gpu: u64,
     /// When the work began (the debug log places each multiexp from here, so that the time
     /// between them shows).
     begun: Instant,
@@ -282,6 +286,7 @@ impl Work {
             chunk_terms: options.chunk_terms,
             cpu_multiexps: 0,
             quotient_deferred: false,
+            quotient_steps_on_gpu: 0,
             begun: Instant::now(),
             #[cfg(feature = "gpu")]
             claim: if options.use_gpu {
@@ -294,30 +299,39 @@ impl Work {
 
     /// The quotient put off by [`Work::quotient_or_defer`]: on a device, waiting for one while
     /// other provers hold them (retried when preempted again) for up to
-    /// [`QUOTIENT_WAIT_PER_VALUE`] per value, else on the CPU.
+    /// [`QUOTIENT_WAIT_PER_VALUE`] per value, else on the CPU. It goes in steps whose results are
+    /// kept ([`QuotientSteps`]): a device taken away again loses only the step it was in, so the
+    /// quotient moves on in the short stretches a busy device leaves, and the CPU goes on from
+    /// the last finished step.
+    #[cfg_attr(not(feature = "gpu"), allow(unused_mut))]
     fn deferred_quotient(
         &mut self,
-        a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
+        mut steps: QuotientSteps,
     ) -> Result<Vec<Scalar>, SynthesisError> {
         #[cfg(feature = "gpu")]
         if let Some(claim) = self.claim.as_mut() {
             use crate::gpu::scheduler::QuotientOnGpu;
             let most = Duration::from_nanos(
-                QUOTIENT_WAIT_PER_VALUE.as_nanos() as u64 * a.len().max(1) as u64,
+                QUOTIENT_WAIT_PER_VALUE.as_nanos() as u64 * steps.n.max(1) as u64,
             );
             let started = Instant::now();
             loop {
-                match claim.quotient(&a, &b, &c) {
-                    QuotientOnGpu::Done(h) => return Ok(h),
+                let before = steps.steps_done();
+                match claim.quotient_steps(&mut steps) {
+                    QuotientOnGpu::Done(h) => {
+                        self.quotient_steps_on_gpu += 4 - before as u64;
+                        return Ok(h);
+                    }
                     QuotientOnGpu::Preempted | QuotientOnGpu::Busy if started.elapsed() < most => {
+                        self.quotient_steps_on_gpu += (steps.steps_done() - before) as u64;
                         std::thread::sleep(QUOTIENT_RETRY_SLEEP);
                     }
                     QuotientOnGpu::Preempted | QuotientOnGpu::Busy => {
+                        self.quotient_steps_on_gpu += (steps.steps_done() - before) as u64;
                         log::info!(
-                            "prove: no device for the quotient within {most:.2?}; computing it on \
-                             the CPU"
+                            "prove: no device for the quotient within {most:.2?}; finishing it on \
+                             the CPU from step {} of 4",
+                            steps.steps_done()
                         );
                         break;
                     }
@@ -325,7 +339,7 @@ impl Work {
                 }
             }
         }
-        crate::domain::quotient(a, b, c)
+        steps.finish_on_cpu()
     }
 
     /// The quotient on a device, else on the CPU; but a quotient that a higher priority
@@ -351,7 +365,7 @@ impl Work {
                          first, then the quotient again"
                     );
                     self.quotient_deferred = true;
-                    return Ok(Quotient::Deferred([a, b, c]));
+                    return Ok(Quotient::Deferred(QuotientSteps::new(a, b, c)));
                 }
                 QuotientOnGpu::Busy | QuotientOnGpu::NotThere => {}
             }
@@ -404,6 +418,7 @@ impl Work {
         report.cpu_chunks += self.cpu_multiexps;
         report.total_chunks += self.cpu_multiexps;
         report.quotient_deferred |= self.quotient_deferred;
+        report.quotient_steps_on_gpu += self.quotient_steps_on_gpu;
         #[cfg(feature = "gpu")]
         if let Some(claim) = self.claim {
             claim.finish(report);
@@ -464,8 +479,8 @@ fn prove<P: ParameterSource + Sync>(
     let b_g1 = work.msm(params.b_g1(), &b_scalars, "B query in G1")?;
     let b_g2 = work.msm(params.b_g2(), &b_scalars, "B query in G2")?;
     drop(b_scalars);
-    if let Some([a, b, c]) = deferred {
-        let coefficients = work.deferred_quotient(a, b, c)?;
+    if let Some(steps) = deferred {
+        let coefficients = work.deferred_quotient(steps)?;
         h = h_query(&mut work, coefficients)?;
     }
     work.finish(report);
