@@ -299,6 +299,8 @@ pub enum QuotientInput {
 pub struct QuotientSteps {
     /// The domain's size, a power of two.
     pub(crate) n: usize,
+    /// Values of the longest input as given (constraints).
+    values: usize,
     /// `a`, `b`, `c`.
     pub(crate) inputs: [QuotientInput; 3],
 }
@@ -306,11 +308,17 @@ pub struct QuotientSteps {
 impl QuotientSteps {
     /// The quotient of the evaluations `a`, `b`, `c`, no step done.
     pub fn new(a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> QuotientSteps {
-        let n = a.len().max(b.len()).max(c.len()).max(1).next_power_of_two();
+        let values = a.len().max(b.len()).max(c.len());
         QuotientSteps {
-            n,
+            n: values.max(1).next_power_of_two(),
+            values,
             inputs: [a, b, c].map(QuotientInput::OnDomain),
         }
+    }
+
+    /// Values of the longest input as given (the constraints, before padding).
+    pub fn values(&self) -> usize {
+        self.values
     }
 
     /// Inputs already on the coset.

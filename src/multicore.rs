@@ -36,7 +36,7 @@ static BACKGROUND: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
 const BACKGROUND_NICE: i32 = 10;
 
 /// Environment variable that sets how many threads fill the pinned staging memory of a transfer to
-/// a device (default: half the worker threads, 2 to 8).
+/// a device, taken as given (default: half the worker threads, 2 to 8).
 #[cfg(feature = "gpu")]
 pub const FILL_THREADS_ENV: &str = "PREEMPTIBLE_GROTH16_FILL_THREADS";
 

@@ -30,7 +30,10 @@
 //!    status view beside a holder could make it yield for nothing: the demo samples the status
 //!    every 2 ms, and its run with a 2^24 low prover showed 21 yields for 12 high-priority
 //!    proofs, 9 of them with no higher prover taking the device (H200, eighth session, run28);
-//!    with the shared try alone, 13 yields for 12 (ninth session).
+//!    with the shared try alone, 13 yields for 12 (ninth session). The conversion relies on
+//!    Linux `flock`, which drops our shared lock before it checks for others; where converting
+//!    on the same file fails against our own lock, a probe meeting a probe can still read as a
+//!    request (a needless yield, never a missed request).
 //! 6. A file that cannot be created, opened or locked is a [`LockError`], never a panic; the
 //!    caller then computes on the CPU.
 //! 7. Deleting the lock directory while provers run breaks invariant 1 for a moment: a holder
@@ -488,7 +491,16 @@ mod tests {
         let d = dir("busy-probes");
         let low = HigherPriorityProbe::open(&d, "g", Priority::Low).unwrap();
         let stop = AtomicBool::new(false);
-        let spurious = std::thread::scope(|scope| {
+        // Stops the status views however the scope ends (a failed assertion included), so that
+        // the test fails rather than hangs.
+        struct Stop<'a>(&'a AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let (spurious, seen) = std::thread::scope(|scope| {
+            let _stop = Stop(&stop);
             // Two status views probing the high flag every 100 us (the demo's samples it every
             // 2 ms), each through its own file description: their exclusive locks come and go
             // between our tries.
@@ -501,23 +513,18 @@ mod tests {
                     }
                 });
             }
-            let started = std::time::Instant::now();
             let mut spurious = 0;
-            let mut probes = 0;
-            while started.elapsed() < std::time::Duration::from_millis(400) {
-                spurious += low.anyone_waiting().unwrap() as usize;
-                probes += 1;
+            for _ in 0..3000 {
+                spurious += low.anyone_waiting().unwrap_or(true) as usize;
                 std::thread::sleep(std::time::Duration::from_micros(10));
             }
             // A raised flag reads raised through the same traffic.
             let h = PriorityFlag::raise(&d, "g", Priority::High).unwrap();
-            let seen = (0..20).all(|_| low.anyone_waiting().unwrap());
+            let seen = (0..20).all(|_| low.anyone_waiting().unwrap_or(false));
             drop(h);
-            stop.store(true, Ordering::Relaxed);
-            assert!(seen, "a raised flag was missed beside busy status views");
-            assert!(probes > 2000, "only {probes} probes");
-            spurious
+            (spurious, seen)
         });
+        assert!(seen, "a raised flag was missed beside busy status views");
         assert_eq!(spurious, 0, "probes read other probes as requests");
     }
 

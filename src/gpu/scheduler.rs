@@ -189,12 +189,17 @@ struct Learned {
     batches: HashMap<(String, &'static str), usize>,
     /// Terms per second of each device's last run, per device and group (transfers included).
     gpu_rate: HashMap<(String, &'static str), f64>,
-    /// Terms per second of the CPU's last chunk, per group and pool. Measured afresh in each
-    /// proof, the CPU took a chunk of every multiexp to time itself, and the device, done with
-    /// the rest, waited for it: 55 of a 2^20 proof's 100 ms of H query and 75 of a 2^16 proof's
-    /// 90 ms of B query in G2 (H200, ninth session).
-    cpu_rate: HashMap<(&'static str, Pool), f64>,
+    /// Terms per second of the CPU's last chunk, per group and pool, and when it was measured.
+    /// Measured afresh in each proof, the CPU took a chunk of every multiexp to time itself, and
+    /// the device, done with the rest, waited for it: 55 of a 2^20 proof's 100 ms of H query and
+    /// 75 of a 2^16 proof's 90 ms of B query in G2 (H200, ninth session). A rate older than
+    /// [`CPU_RATE_LIFE`] is not used: one measured on a busy host would otherwise keep the CPU
+    /// from ever taking (and timing) a chunk beside a device again.
+    cpu_rate: HashMap<(&'static str, Pool), (f64, Instant)>,
 }
+
+/// How long a measured CPU rate is used ([`Learned::cpu_rate`]).
+const CPU_RATE_LIFE: Duration = Duration::from_secs(60);
 
 fn learned() -> MutexGuard<'static, Learned> {
     static LEARNED: std::sync::OnceLock<Mutex<Learned>> = std::sync::OnceLock::new();
@@ -584,7 +589,7 @@ impl ClaimInner {
                         if seconds > 0.0 {
                             learned()
                                 .cpu_rate
-                                .insert((G::NAME, pool), terms as f64 / seconds);
+                                .insert((G::NAME, pool), (terms as f64 / seconds, Instant::now()));
                         }
                     }
                     None => std::thread::sleep(CPU_IDLE_STEP),
@@ -616,7 +621,8 @@ impl ClaimInner {
     }
 
     /// The measured speeds for `group`, in terms per second: the fastest of this claim's devices
-    /// and the CPU on `pool` (`None` until each has run once in this process).
+    /// and the CPU on `pool` (`None` until each has run once in this process, and for the CPU
+    /// again once its rate is older than [`CPU_RATE_LIFE`]).
     fn rates(&self, group: &'static str, pool: Pool) -> (Option<f64>, Option<f64>) {
         let learned = learned();
         let device = self
@@ -624,7 +630,12 @@ impl ClaimInner {
             .iter()
             .filter_map(|d| learned.gpu_rate.get(&(d.id.clone(), group)).copied())
             .reduce(f64::max);
-        (device, learned.cpu_rate.get(&(group, pool)).copied())
+        let cpu = learned
+            .cpu_rate
+            .get(&(group, pool))
+            .filter(|(_, at)| at.elapsed() < CPU_RATE_LIFE)
+            .map(|(rate, _)| *rate);
+        (device, cpu)
     }
 
     /// Takes chunks from the front until the queue is empty (keeps the device) or a higher

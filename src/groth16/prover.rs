@@ -312,22 +312,23 @@ impl Work {
         if let Some(claim) = self.claim.as_mut() {
             use crate::gpu::scheduler::QuotientOnGpu;
             let most = Duration::from_nanos(
-                QUOTIENT_WAIT_PER_VALUE.as_nanos() as u64 * steps.n.max(1) as u64,
+                QUOTIENT_WAIT_PER_VALUE.as_nanos() as u64 * steps.values().max(1) as u64,
             );
             let started = Instant::now();
             loop {
                 let before = steps.steps_done();
-                match claim.quotient_steps(&mut steps) {
+                let result = claim.quotient_steps(&mut steps);
+                // Inputs a device moved to the coset, and the last step if it finished.
+                self.quotient_steps_on_gpu += steps.steps_done().saturating_sub(before) as u64;
+                match result {
                     QuotientOnGpu::Done(h) => {
-                        self.quotient_steps_on_gpu += 4 - before as u64;
+                        self.quotient_steps_on_gpu += 1;
                         return Ok(h);
                     }
                     QuotientOnGpu::Preempted | QuotientOnGpu::Busy if started.elapsed() < most => {
-                        self.quotient_steps_on_gpu += (steps.steps_done() - before) as u64;
                         std::thread::sleep(QUOTIENT_RETRY_SLEEP);
                     }
                     QuotientOnGpu::Preempted | QuotientOnGpu::Busy => {
-                        self.quotient_steps_on_gpu += (steps.steps_done() - before) as u64;
                         log::info!(
                             "prove: no device for the quotient within {most:.2?}; finishing it on \
                              the CPU from step {} of 4",
