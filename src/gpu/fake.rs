@@ -177,9 +177,11 @@ impl FakeDevice {
         interrupt: &dyn Fn() -> bool,
     ) -> Result<Vec<Scalar>, GpuError> {
         let n = steps.n;
+        // A quarter of what `quotient` takes for the same inputs.
+        let values = steps.values();
         let quarter = match QUOTIENT_NS_PER_VALUE.load(Ordering::Relaxed) {
-            0 => n / 40,
-            ns => (n as u64 * ns / self.ns_per_term.max(1) / 4) as usize,
+            0 => values / 40,
+            ns => (values as u64 * ns / self.ns_per_term.max(1) / 4) as usize,
         };
         let invalid = |e: crate::SynthesisError| GpuError::InvalidInput(e.to_string());
         for input in steps.inputs.iter_mut() {
