@@ -351,6 +351,11 @@ pub fn run(
     let low_totals = of("low", "total_ms");
     let low_preemptions: f64 = of("low", "preemptions").iter().sum();
     let low_returns: f64 = of("low", "returns_to_gpu").iter().sum();
+    let low_quotient_steps: f64 = of("low", "quotient_steps_on_gpu").iter().sum();
+    let low_deferred = roles
+        .iter()
+        .filter(|(_, r)| r.name == "low" && r.report.contains("\"quotient_deferred\":true"))
+        .count();
     let high_held: f64 = segments
         .iter()
         .filter(|(_, _, h)| name_of(*h) == "high")
@@ -377,7 +382,8 @@ pub fn run(
     );
     println!(
         "{} low-priority proofs: {:.0} ms in all, {low_preemptions} preemptions, {low_returns} \
-         returns to the GPU",
+         returns to the GPU; {low_deferred} quotients put off, {low_quotient_steps} of their \
+         steps on a GPU",
         low_totals.len(),
         low_totals.iter().sum::<f64>(),
     );
