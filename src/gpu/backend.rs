@@ -46,6 +46,12 @@ pub struct GpuDevice {
     engine: Engine,
 }
 
+/// The part of a device that runs the quotient.
+enum QuotientEngine<'a> {
+    OpenCl(&'a FftKernel),
+    Fake(&'a FakeDevice),
+}
+
 impl GpuDevice {
     fn injected() -> Result<(), GpuError> {
         if INJECT_FAILURES.load(Ordering::Relaxed) {
@@ -110,16 +116,9 @@ impl GpuDevice {
         c: &[Scalar],
         interrupt: &dyn Fn() -> bool,
     ) -> Result<Vec<Scalar>, GpuError> {
-        Self::injected()?;
-        // Three vectors of the domain's size, on either engine.
-        Self::fits(3 * 32 * a.len().next_power_of_two() as u64)?;
-        match &self.engine {
-            Engine::OpenCl { fft: Some(k), .. } => k.quotient_interruptible(a, b, c, interrupt),
-            Engine::OpenCl { fft: None, .. } => Err(GpuError::NoDevice(format!(
-                ": {} has no FFT program",
-                self.name
-            ))),
-            Engine::Fake(f) => f.quotient(a, b, c, interrupt),
+        match self.quotient_engine(a.len().max(b.len()).max(c.len()))? {
+            QuotientEngine::OpenCl(k) => k.quotient_interruptible(a, b, c, interrupt),
+            QuotientEngine::Fake(f) => f.quotient(a, b, c, interrupt),
         }
     }
 
@@ -130,15 +129,24 @@ impl GpuDevice {
         steps: &mut QuotientSteps,
         interrupt: &dyn Fn() -> bool,
     ) -> Result<Vec<Scalar>, GpuError> {
+        match self.quotient_engine(steps.n)? {
+            QuotientEngine::OpenCl(k) => k.quotient_steps(steps, interrupt),
+            QuotientEngine::Fake(f) => f.quotient_steps(steps, interrupt),
+        }
+    }
+
+    /// What runs a quotient of `values` values here, once the injected failures and the memory
+    /// (three vectors of the domain's size, on either engine) allow it.
+    fn quotient_engine(&self, values: usize) -> Result<QuotientEngine<'_>, GpuError> {
         Self::injected()?;
-        Self::fits(3 * 32 * steps.n as u64)?;
+        Self::fits(3 * 32 * values.max(1).next_power_of_two() as u64)?;
         match &self.engine {
-            Engine::OpenCl { fft: Some(k), .. } => k.quotient_steps(steps, interrupt),
+            Engine::OpenCl { fft: Some(k), .. } => Ok(QuotientEngine::OpenCl(k)),
             Engine::OpenCl { fft: None, .. } => Err(GpuError::NoDevice(format!(
                 ": {} has no FFT program",
                 self.name
             ))),
-            Engine::Fake(f) => f.quotient_steps(steps, interrupt),
+            Engine::Fake(f) => Ok(QuotientEngine::Fake(f)),
         }
     }
 

@@ -151,6 +151,14 @@ impl FakeDevice {
         Ok(sum)
     }
 
+    /// The pretend time of a quotient of `values` values, in multiexp terms.
+    fn quotient_terms(&self, values: usize) -> usize {
+        match QUOTIENT_NS_PER_VALUE.load(Ordering::Relaxed) {
+            0 => values / 10,
+            ns => (values as u64 * ns / self.ns_per_term.max(1)) as usize,
+        }
+    }
+
     /// The prover's quotient, computed on the CPU after the pretend device time (a tenth of a
     /// multiexp's per term, FFTs being short, unless [`set_quotient_ns_per_value`] says otherwise).
     pub fn quotient(
@@ -160,11 +168,7 @@ impl FakeDevice {
         c: &[Scalar],
         interrupt: &dyn Fn() -> bool,
     ) -> Result<Vec<Scalar>, GpuError> {
-        let terms = match QUOTIENT_NS_PER_VALUE.load(Ordering::Relaxed) {
-            0 => a.len() / 10,
-            ns => (a.len() as u64 * ns / self.ns_per_term.max(1)) as usize,
-        };
-        self.occupy(terms, 96 * a.len() as u64, interrupt)?;
+        self.occupy(self.quotient_terms(a.len()), 96 * a.len() as u64, interrupt)?;
         crate::domain::quotient(a.to_vec(), b.to_vec(), c.to_vec())
             .map_err(|e| GpuError::InvalidInput(e.to_string()))
     }
@@ -177,12 +181,7 @@ impl FakeDevice {
         interrupt: &dyn Fn() -> bool,
     ) -> Result<Vec<Scalar>, GpuError> {
         let n = steps.n;
-        // A quarter of what `quotient` takes for the same inputs.
-        let values = steps.values();
-        let quarter = match QUOTIENT_NS_PER_VALUE.load(Ordering::Relaxed) {
-            0 => values / 40,
-            ns => (values as u64 * ns / self.ns_per_term.max(1) / 4) as usize,
-        };
+        let quarter = self.quotient_terms(steps.values()) / 4;
         let invalid = |e: crate::SynthesisError| GpuError::InvalidInput(e.to_string());
         for input in steps.inputs.iter_mut() {
             if let QuotientInput::OnDomain(values) = input {
