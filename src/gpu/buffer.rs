@@ -90,6 +90,9 @@ pub(crate) type Take<'a> = dyn FnMut(usize, &[u32]) -> Result<(), GpuError> + 'a
 /// `u32` values per staging slot (32 MiB); a stager has two.
 const SLOT: usize = 1 << 23;
 
+/// Uploads of at least this many values (64 MiB) log their speed at debug level.
+const LOGGED_TRANSFER: usize = 1 << 24;
+
 /// Pinned host memory (`CL_MEM_ALLOC_HOST_PTR`, mapped once and kept mapped) that transfers
 /// pass through in slots. A transfer from an ordinary allocation goes through the driver's own
 /// bounce buffer, one piece at a time, at a fraction of the bus speed (about 1.5 GB/s measured on
@@ -179,6 +182,11 @@ impl Staging {
     ) -> Result<(), GpuError> {
         let piece = self.piece(unit)?;
         let mut pending: [Option<ocl::Event>; 2] = [None, None];
+        // Where the time goes, for the debug log of large transfers: filling the slots on the
+        // host, or waiting for the bus to hand a slot back.
+        let timed = len >= LOGGED_TRANSFER && log::log_enabled!(log::Level::Debug);
+        let began = std::time::Instant::now();
+        let mut filling = std::time::Duration::ZERO;
         for (i, start) in (0..len).step_by(piece).enumerate() {
             let end = (start + piece).min(len);
             let half = i % 2;
@@ -189,7 +197,9 @@ impl Staging {
                 wait_interruptible(queue, &done, interrupt)?;
             }
             let range = slot_range(self.slot, half, end - start);
+            let fill_began = std::time::Instant::now();
             fill_in_parts(start, &mut self.map[range.clone()], unit, fill);
+            filling += fill_began.elapsed();
             let mut event = ocl::Event::empty();
             let source = &self.map[range];
             // SAFETY: the write reads `source`, pinned memory that stays mapped and is not
@@ -207,6 +217,14 @@ impl Staging {
         }
         for done in pending.into_iter().flatten() {
             wait_interruptible(queue, &done, interrupt)?;
+        }
+        if timed {
+            let took = began.elapsed();
+            log::debug!(
+                "gpu: upload of {} MiB in {took:.2?} ({:.1} GB/s): filling {filling:.2?}",
+                len >> 18,
+                4.0 * len as f64 / took.as_secs_f64() / 1e9,
+            );
         }
         Ok(())
     }
@@ -289,7 +307,7 @@ fn slot_range(slot: usize, half: usize, len: usize) -> std::ops::Range<usize> {
 }
 
 /// How often [`wait_interruptible`] asks its `interrupt`, and looks at its event.
-const PROBE_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
+pub(crate) const PROBE_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
 const LOOK_EVERY: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// Waits for `event`, asking `interrupt` about every millisecond. A transfer on an in-order queue

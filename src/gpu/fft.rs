@@ -9,7 +9,8 @@
 //! reinterpreting them).
 
 use super::buffer::{
-    below, wait_interruptible, write_limbs, DeviceMemory, PhaseTimer, Take, TrackedBuffer,
+    below, wait_interruptible, write_limbs, DeviceMemory, PhaseTimer, Staging, Take, TrackedBuffer,
+    PROBE_EVERY,
 };
 use super::device::Device;
 use super::error::GpuError;
@@ -20,6 +21,7 @@ use crate::multicore;
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// 32-bit limbs of an `Fr` element.
@@ -128,6 +130,32 @@ struct Plan {
 
 /// A device vector of `Fr` values in Montgomery form.
 type DeviceValues<'a> = TrackedBuffer<'a>;
+
+/// The next upload from a transfer thread, waited for while asking `interrupt` (the thread sees
+/// the caller's stop flag once the caller returns its error).
+fn arrival<'a>(
+    arrivals: &std::sync::mpsc::Receiver<Result<DeviceValues<'a>, GpuError>>,
+    interrupt: &dyn Fn() -> bool,
+) -> Result<DeviceValues<'a>, GpuError> {
+    use std::sync::mpsc::TryRecvError;
+    let mut probed = std::time::Instant::now();
+    loop {
+        match arrivals.try_recv() {
+            Ok(data) => return data,
+            Err(TryRecvError::Disconnected) => {
+                return Err(GpuError::Ocl("the upload thread ended early".into()))
+            }
+            Err(TryRecvError::Empty) => {}
+        }
+        if probed.elapsed() >= PROBE_EVERY {
+            if interrupt() {
+                return Err(GpuError::Interrupted);
+            }
+            probed = std::time::Instant::now();
+        }
+        std::hint::spin_loop();
+    }
+}
 
 /// The FFT kernels, built for one device.
 #[derive(Debug)]
@@ -364,61 +392,89 @@ impl FftKernel {
 
         let q = &self.program.queue;
         let mut phases = PhaseTimer::start();
-        let mut device = Vec::with_capacity(3);
-        for (i, (values, on_coset)) in inputs.into_iter().enumerate() {
-            check()?;
-            let data = self.upload(values, n, interrupt)?;
-            phases.mark(q, "upload")?;
-            if !on_coset {
-                // Interpolate, then shift to the coset: the next transform evaluates there.
-                let to_coset = Plan {
+        // The second and third inputs go up on the transfer queue, from a thread of their own,
+        // while the device moves the first (then the second) to the coset: the bus and the
+        // device work at once. Each is waited for before the first kernel that reads it.
+        let stop = AtomicBool::new(false);
+        let (sender, arrivals) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            let (inputs, stop) = (&inputs, &stop);
+            scope.spawn(move || {
+                for (values, _) in &inputs[1..] {
+                    let data =
+                        self.upload_through(values, n, &|| stop.load(Ordering::Relaxed), true);
+                    let failed = data.is_err();
+                    if sender.send(data).is_err() || failed {
+                        break;
+                    }
+                }
+            });
+            let result = (|| {
+                let mut device = Vec::with_capacity(3);
+                for (i, &(values, on_coset)) in inputs.iter().enumerate() {
+                    check()?;
+                    let data = if i == 0 {
+                        self.upload(values, n, interrupt)?
+                    } else {
+                        arrival(&arrivals, interrupt)?
+                    };
+                    phases.mark(q, "upload")?;
+                    if !on_coset {
+                        // Interpolate, then shift to the coset: the next transform evaluates there.
+                        let to_coset = Plan {
+                            before: None,
+                            scale: Some(n_inv),
+                            after: Some(g),
+                        };
+                        self.apply(&data, log_n, omega_inv, to_coset, interrupt)?;
+                        self.transform(&data, log_n, omega, interrupt)?;
+                        phases.mark(q, "to the coset")?;
+                        if let Some(keep) = keep.as_mut() {
+                            let mut out = Vec::with_capacity(n);
+                            self.download_into(&data, n, &mut out, interrupt)?;
+                            keep(i, out);
+                            phases.mark(q, "kept")?;
+                        }
+                    }
+                    device.push(data);
+                }
+                let z = self.upload(&[z_inv], 1, interrupt)?;
+                check()?;
+                let kernel = self
+                    .kernel("Fr_mul_sub_scale", n, None)?
+                    .arg(&*device[0])
+                    .arg(&*device[1])
+                    .arg(&*device[2])
+                    .arg(&*z)
+                    .arg(n as u32)
+                    .build()?;
+                self.launch(&kernel, interrupt)?;
+                let h = device.swap_remove(0);
+                drop(device);
+                check()?;
+                let from_coset = Plan {
                     before: None,
                     scale: Some(n_inv),
-                    after: Some(g),
+                    after: Some(g_inv),
                 };
-                self.apply(&data, log_n, omega_inv, to_coset, interrupt)?;
-                self.transform(&data, log_n, omega, interrupt)?;
-                phases.mark(q, "to the coset")?;
-                if let Some(keep) = keep.as_mut() {
-                    let mut out = Vec::with_capacity(n);
-                    self.download_into(&data, n, &mut out, interrupt)?;
-                    keep(i, out);
-                    phases.mark(q, "kept")?;
+                self.apply(&h, log_n, omega_inv, from_coset, interrupt)?;
+                phases.mark(q, "combined and back")?;
+                // Filled a slot at a time by the download, between its probes: at 2^24 the 512 MiB
+                // zeroed in one go was a long stretch without one.
+                let mut out = Vec::with_capacity(n);
+                self.download_into(&h, n, &mut out, interrupt)?;
+                out.truncate(n - 1);
+                phases.mark(q, "download")?;
+                if let Some(steps) = phases.summary() {
+                    log::debug!("gpu: quotient of 2^{log_n} values: {steps}");
                 }
+                Ok(out)
+            })();
+            if result.is_err() {
+                stop.store(true, Ordering::Relaxed);
             }
-            device.push(data);
-        }
-        let z = self.upload(&[z_inv], 1, interrupt)?;
-        check()?;
-        let kernel = self
-            .kernel("Fr_mul_sub_scale", n, None)?
-            .arg(&*device[0])
-            .arg(&*device[1])
-            .arg(&*device[2])
-            .arg(&*z)
-            .arg(n as u32)
-            .build()?;
-        self.launch(&kernel, interrupt)?;
-        let h = device.swap_remove(0);
-        drop(device);
-        check()?;
-        let from_coset = Plan {
-            before: None,
-            scale: Some(n_inv),
-            after: Some(g_inv),
-        };
-        self.apply(&h, log_n, omega_inv, from_coset, interrupt)?;
-        phases.mark(q, "combined and back")?;
-        // Filled a slot at a time by the download, between its probes: at 2^24 the 512 MiB
-        // zeroed in one go was a long stretch without one.
-        let mut out = Vec::with_capacity(n);
-        self.download_into(&h, n, &mut out, interrupt)?;
-        out.truncate(n - 1);
-        phases.mark(q, "download")?;
-        if let Some(steps) = phases.summary() {
-            log::debug!("gpu: quotient of 2^{log_n} values: {steps}");
-        }
-        Ok(out)
+            result
+        })
     }
 
     /// Best time in seconds of `reps` forward transforms of `2^log_n` values already on the device
@@ -448,10 +504,26 @@ impl FftKernel {
         len: usize,
         interrupt: &dyn Fn() -> bool,
     ) -> Result<DeviceValues<'_>, GpuError> {
+        self.upload_through(values, len, interrupt, false)
+    }
+
+    /// [`FftKernel::upload`] on the program's queue, or with `transfer` on its transfer queue.
+    fn upload_through(
+        &self,
+        values: &[Scalar],
+        len: usize,
+        interrupt: &dyn Fn() -> bool,
+        transfer: bool,
+    ) -> Result<DeviceValues<'_>, GpuError> {
         let len = len.max(values.len()) * LIMBS;
-        let q = &self.program.queue;
+        let program = &self.program;
+        let q = if transfer {
+            &program.transfer_queue
+        } else {
+            &program.queue
+        };
         let data = TrackedBuffer::new(q, len, None, &self.memory)?;
-        self.program.with_staging(|staging| {
+        let fill = |staging: &mut Staging| {
             staging.upload(
                 q,
                 &data,
@@ -464,7 +536,12 @@ impl FftKernel {
                 },
                 interrupt,
             )
-        })?;
+        };
+        if transfer {
+            program.with_transfer_staging(fill)?;
+        } else {
+            program.with_staging(fill)?;
+        }
         Ok(data)
     }
 

@@ -10,6 +10,7 @@
 
 use super::buffer::{
     below, settled, wait_interruptible, write_limbs, DeviceMemory, PhaseTimer, TrackedBuffer,
+    PROBE_EVERY,
 };
 use super::device::Device;
 use super::error::GpuError;
@@ -489,156 +490,72 @@ impl MultiexpKernel {
         let bucket_count = plan.bucket_count();
         let mut phases = PhaseTimer::start();
         let q = built.queue.clone();
-        let p = &built.program;
         let memory = &self.memory;
-        // Asked before each launch. When asked, the kernels already enqueued are let finish
-        // (they use our buffers) before the buffers are dropped and the device is released.
-        let check = || {
-            if interrupt() {
-                let _ = q.finish();
-                Err(GpuError::Interrupted)
-            } else {
-                Ok(())
-            }
-        };
-        let kernel = |name: &str, items: usize| {
-            let mut builder = ocl::Kernel::builder();
-            builder
-                .program(p)
-                .name(format!("{}_{name}", G::NAME))
-                .queue(q.clone())
-                .global_work_size(items.max(1).next_multiple_of(WORK_GROUP))
-                .local_work_size(WORK_GROUP);
-            builder
-        };
+        let check = || interrupted(&q, interrupt);
+        let kernel = |name: &str, items: usize| kernel_builder::<G>(built, name, items);
         phases.mark(&q, "program")?;
-        // The limbs are written straight into pinned staging memory, on threads of its own, not
-        // a rayon pool: the CPU's share of the same multiexp keeps the pools busy, and the device
-        // would wait behind it.
+        // The bases (three quarters of a G1 call's bytes) go up on the transfer queue, from a
+        // thread of their own, while this thread uploads the scalars, counts them into buckets
+        // and sorts them: the sort needs only the scalars, so the bus and the device then work at
+        // once. The bases are waited for before the bucket sums, the first kernel to read them.
         let bases_buf = TrackedBuffer::new(&q, n * affine_limbs, None, memory)?;
-        let scalars_buf = TrackedBuffer::new(&q, n * 8, None, memory)?;
-        built.with_staging(|staging| {
-            staging.upload(
-                &q,
-                &bases_buf,
-                n * affine_limbs,
-                affine_limbs,
-                &|start, out| {
-                    let first = start / affine_limbs;
-                    for (slot, b) in out.chunks_exact_mut(affine_limbs).zip(&bases[first..]) {
-                        b.write_coords(slot);
+        let stop = AtomicBool::new(false);
+        let (sorted, bases_took) = std::thread::scope(|scope| {
+            let upload = scope.spawn(|| {
+                let began = std::time::Instant::now();
+                built.with_transfer_staging(|staging| {
+                    staging.upload(
+                        &built.transfer_queue,
+                        &bases_buf,
+                        n * affine_limbs,
+                        affine_limbs,
+                        &|start, out| {
+                            let first = start / affine_limbs;
+                            for (slot, b) in out.chunks_exact_mut(affine_limbs).zip(&bases[first..])
+                            {
+                                b.write_coords(slot);
+                            }
+                        },
+                        &|| stop.load(Ordering::Relaxed),
+                    )
+                })?;
+                Ok::<_, GpuError>(began.elapsed())
+            });
+            let sorted =
+                self.sort_on_device::<G>(built, scalars, &plan, bounded, &mut phases, interrupt);
+            if sorted.is_err() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            // Waiting for the rest of the bases, still asking `interrupt`.
+            let mut probed = std::time::Instant::now();
+            while !upload.is_finished() {
+                if probed.elapsed() >= PROBE_EVERY {
+                    if interrupt() {
+                        stop.store(true, Ordering::Relaxed);
                     }
-                },
-                interrupt,
-            )?;
-            staging.upload(
-                &q,
-                &scalars_buf,
-                n * 8,
-                8,
-                &|start, out| {
-                    for (slot, s) in out.chunks_exact_mut(8).zip(&scalars[start / 8..]) {
-                        write_limbs(s.limbs(), slot);
-                    }
-                },
-                interrupt,
-            )
+                    probed = std::time::Instant::now();
+                }
+                std::hint::spin_loop();
+            }
+            let uploaded = upload
+                .join()
+                .map_err(|_| GpuError::Ocl("the thread uploading the bases panicked".into()))?;
+            let sorted = sorted?;
+            Ok::<_, GpuError>((sorted, uploaded?))
         })?;
-        phases.mark(&q, "upload")?;
-
-        // Small tables (offsets, fold ranges) cross through the pinned staging memory too: from
-        // ordinary memory a 2 MiB table (16-bit windows) took over a millisecond each way.
-        let upload_u32 = |data: &[u32]| -> Result<TrackedBuffer, GpuError> {
-            let buffer = TrackedBuffer::new(&q, data.len(), None, memory)?;
-            built.with_staging(|staging| {
-                staging.upload(
-                    &q,
-                    &buffer,
-                    data.len(),
-                    1,
-                    &|start, out| out.copy_from_slice(&data[start..start + out.len()]),
-                    interrupt,
-                )
-            })?;
-            Ok(buffer)
-        };
-
-        // 1. Count the terms of each bucket; the host turns counts into offsets.
-        let cursor = TrackedBuffer::new(&q, bucket_count, None, memory)?;
-        cursor.cmd().fill(0, None).enq()?;
-        check()?;
-        launch(
-            &kernel("msm_count", n)
-                .arg(&*scalars_buf)
-                .arg(&*cursor)
-                .arg(n as u32)
-                .arg(plan.c as u32)
-                .arg(plan.windows as u32)
-                .build()?,
-        )?;
-        let mut counts = vec![0u32; bucket_count];
-        built.with_staging(|staging| {
-            staging.download(
-                &q,
-                &cursor,
-                bucket_count,
-                1,
-                &mut |start, values| {
-                    counts[start..start + values.len()].copy_from_slice(values);
-                    Ok(())
-                },
-                interrupt,
-            )
-        })?;
-        let mut offsets = Vec::with_capacity(bucket_count + 1);
-        let mut total = 0u64;
-        offsets.push(0u32);
-        for count in &counts {
-            total += *count as u64;
-            offsets.push(total as u32);
-        }
-        if total >= 1 << 31 {
-            return Err(GpuError::InvalidInput(format!(
-                "{n} terms make too many bucket entries for one launch"
-            )));
-        }
-        let total = total as usize;
-        if total == 0 {
+        phases.mark(&q, "bases")?;
+        let Some(Sorted {
+            entries,
+            offsets_buf,
+            total,
+            segment,
+            levels,
+            tables,
+            launch_entries,
+        }) = sorted
+        else {
             return Ok(G::Curve::identity());
-        }
-        let offsets_buf = upload_u32(&offsets)?;
-        offsets_buf.copy(&*cursor, None, Some(bucket_count)).enq()?;
-        // The fold passes' tables go up now, while the queue is nearly empty: uploaded after the
-        // segments' launch, each would wait for that kernel.
-        let launch_entries = match self.launch_entries.load(Ordering::Relaxed) {
-            0 if bounded => G::LAUNCH_ENTRIES,
-            0 => usize::MAX,
-            limit => limit,
         };
-        let segment = Plan::segment(total, launch_entries, G::LAUNCH_SEGMENTS);
-        let levels = fold_levels(&offsets, segment);
-        let tables = levels
-            .iter()
-            .map(|level| Ok((upload_u32(&level.ranges)?, upload_u32(&level.dest)?)))
-            .collect::<Result<Vec<_>, GpuError>>()?;
-        phases.mark(&q, "count")?;
-
-        // 2. Sort the terms by bucket.
-        let entries = TrackedBuffer::new(&q, total, None, memory)?;
-        check()?;
-        let done = enqueue(
-            &kernel("msm_scatter", n)
-                .arg(&*scalars_buf)
-                .arg(&*cursor)
-                .arg(&*entries)
-                .arg(n as u32)
-                .arg(plan.c as u32)
-                .arg(plan.windows as u32)
-                .build()?,
-        )?;
-        settled(&q, wait_interruptible(&q, &done, interrupt))?;
-        drop((scalars_buf, cursor));
-        phases.mark(&q, "scatter")?;
 
         // 3. Sum the buckets in segments of equal length, then fold the parts of the buckets that
         //    cross segments.
@@ -771,13 +688,199 @@ impl MultiexpKernel {
         if let Some(steps) = phases.summary() {
             log::debug!(
                 "gpu: {} multiexp of {n} terms (c = {}, {total} entries, segments of {segment}): \
-                 {steps}",
+                 {steps} (the bases' upload beside them {bases_took:.2?})",
                 G::NAME,
                 plan.c,
             );
         }
         Ok(acc)
     }
+
+    /// Steps 1 and 2 of a call on `queue`: uploads the scalars, counts the terms of each
+    /// bucket (the host turns the counts into offsets and plans the long buckets' folds) and
+    /// sorts the terms by bucket. `None` when every digit is zero.
+    fn sort_on_device<G: GpuCurve>(
+        &self,
+        built: &BuiltProgram,
+        scalars: &[ScalarRepr],
+        plan: &Plan,
+        bounded: bool,
+        phases: &mut PhaseTimer,
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<Option<Sorted<'_>>, GpuError> {
+        let n = scalars.len();
+        let bucket_count = plan.bucket_count();
+        let q = &built.queue;
+        let memory = &self.memory;
+        let check = || interrupted(q, interrupt);
+        let kernel = |name: &str, items: usize| kernel_builder::<G>(built, name, items);
+        let scalars_buf = TrackedBuffer::new(q, n * 8, None, memory)?;
+        // The limbs are written straight into pinned staging memory, on threads of their own,
+        // not a rayon pool: the CPU's share of the same multiexp keeps the pools busy, and the
+        // device would wait behind it.
+        built.with_staging(|staging| {
+            staging.upload(
+                q,
+                &scalars_buf,
+                n * 8,
+                8,
+                &|start, out| {
+                    for (slot, s) in out.chunks_exact_mut(8).zip(&scalars[start / 8..]) {
+                        write_limbs(s.limbs(), slot);
+                    }
+                },
+                interrupt,
+            )
+        })?;
+        phases.mark(q, "scalars")?;
+
+        // Small tables (offsets, fold ranges) cross through the pinned staging memory too: from
+        // ordinary memory a 2 MiB table (16-bit windows) took over a millisecond each way.
+        let upload_u32 = |data: &[u32]| -> Result<TrackedBuffer, GpuError> {
+            let buffer = TrackedBuffer::new(q, data.len(), None, memory)?;
+            built.with_staging(|staging| {
+                staging.upload(
+                    q,
+                    &buffer,
+                    data.len(),
+                    1,
+                    &|start, out| out.copy_from_slice(&data[start..start + out.len()]),
+                    interrupt,
+                )
+            })?;
+            Ok(buffer)
+        };
+
+        // 1. Count the terms of each bucket; the host turns counts into offsets.
+        let cursor = TrackedBuffer::new(q, bucket_count, None, memory)?;
+        cursor.cmd().fill(0, None).enq()?;
+        check()?;
+        launch(
+            &kernel("msm_count", n)
+                .arg(&*scalars_buf)
+                .arg(&*cursor)
+                .arg(n as u32)
+                .arg(plan.c as u32)
+                .arg(plan.windows as u32)
+                .build()?,
+        )?;
+        let mut counts = vec![0u32; bucket_count];
+        built.with_staging(|staging| {
+            staging.download(
+                q,
+                &cursor,
+                bucket_count,
+                1,
+                &mut |start, values| {
+                    counts[start..start + values.len()].copy_from_slice(values);
+                    Ok(())
+                },
+                interrupt,
+            )
+        })?;
+        let mut offsets = Vec::with_capacity(bucket_count + 1);
+        let mut total = 0u64;
+        offsets.push(0u32);
+        for count in &counts {
+            total += *count as u64;
+            offsets.push(total as u32);
+        }
+        if total >= 1 << 31 {
+            return Err(GpuError::InvalidInput(format!(
+                "{n} terms make too many bucket entries for one launch"
+            )));
+        }
+        let total = total as usize;
+        if total == 0 {
+            return Ok(None);
+        }
+        let offsets_buf = upload_u32(&offsets)?;
+        offsets_buf.copy(&*cursor, None, Some(bucket_count)).enq()?;
+        // The fold passes' tables go up now, while the queue is nearly empty: uploaded after the
+        // segments' launch, each would wait for that kernel.
+        let launch_entries = match self.launch_entries.load(Ordering::Relaxed) {
+            0 if bounded => G::LAUNCH_ENTRIES,
+            0 => usize::MAX,
+            limit => limit,
+        };
+        let segment = Plan::segment(total, launch_entries, G::LAUNCH_SEGMENTS);
+        let levels = fold_levels(&offsets, segment);
+        let tables = levels
+            .iter()
+            .map(|level| Ok((upload_u32(&level.ranges)?, upload_u32(&level.dest)?)))
+            .collect::<Result<Vec<_>, GpuError>>()?;
+        phases.mark(q, "count")?;
+
+        // 2. Sort the terms by bucket.
+        let entries = TrackedBuffer::new(q, total, None, memory)?;
+        check()?;
+        let done = enqueue(
+            &kernel("msm_scatter", n)
+                .arg(&*scalars_buf)
+                .arg(&*cursor)
+                .arg(&*entries)
+                .arg(n as u32)
+                .arg(plan.c as u32)
+                .arg(plan.windows as u32)
+                .build()?,
+        )?;
+        settled(q, wait_interruptible(q, &done, interrupt))?;
+        phases.mark(q, "scatter")?;
+        Ok(Some(Sorted {
+            entries,
+            offsets_buf,
+            total,
+            segment,
+            levels,
+            tables,
+            launch_entries,
+        }))
+    }
+}
+
+/// The terms of one call sorted by bucket on the device ([`MultiexpKernel::sort_on_device`]).
+struct Sorted<'a> {
+    /// The terms' indices (and signs), bucket after bucket.
+    entries: TrackedBuffer<'a>,
+    /// Where each bucket's entries begin, and one more: their total.
+    offsets_buf: TrackedBuffer<'a>,
+    /// Bucket entries: the nonzero digits.
+    total: usize,
+    /// Entries summed by one work-item of `msm_segments`.
+    segment: usize,
+    /// The fold passes of the long buckets, and their tables on the device.
+    levels: Vec<FoldLevel>,
+    tables: Vec<(TrackedBuffer<'a>, TrackedBuffer<'a>)>,
+    /// Entries per launch of `msm_segments`.
+    launch_entries: usize,
+}
+
+/// Asked before each launch. When the answer is yes, the kernels already enqueued are let finish
+/// (they use the call's buffers) before the buffers are dropped and the device is released.
+fn interrupted(queue: &ocl::Queue, interrupt: &dyn Fn() -> bool) -> Result<(), GpuError> {
+    if interrupt() {
+        let _ = queue.finish();
+        Err(GpuError::Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
+/// A launch of kernel `name` of the group of `G` over `items` work-items (rounded up to whole
+/// work-groups; the kernels bounds-check their index) on `built`'s queue.
+fn kernel_builder<'a, G: GpuCurve>(
+    built: &'a BuiltProgram,
+    name: &str,
+    items: usize,
+) -> ocl::builders::KernelBuilder<'a> {
+    let mut builder = ocl::Kernel::builder();
+    builder
+        .program(&built.program)
+        .name(format!("{}_{name}", G::NAME))
+        .queue(built.queue.clone())
+        .global_work_size(items.max(1).next_multiple_of(WORK_GROUP))
+        .local_work_size(WORK_GROUP);
+    builder
 }
 
 /// Where one part of a split multiexp ran.

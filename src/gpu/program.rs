@@ -52,6 +52,10 @@ pub struct BuiltProgram {
     pub context: ocl::Context,
     /// An in-order queue on the device.
     pub queue: ocl::Queue,
+    /// A second in-order queue, for uploads that go on the bus while `queue` runs kernels (the
+    /// multiexp's bases during its count and sort). A host that waits for a transfer's event
+    /// before it enqueues the kernel that reads the data orders the two queues.
+    pub transfer_queue: ocl::Queue,
     /// The program.
     pub program: ocl::Program,
     /// Whether it came from the disk cache.
@@ -59,21 +63,56 @@ pub struct BuiltProgram {
     /// Pinned host memory for transfers in this context, made at the first transfer and kept
     /// (64 MiB) while the program is cached.
     staging: Mutex<Option<Staging>>,
+    /// The same for `transfer_queue`, made at its first use.
+    transfer_staging: Mutex<Option<Staging>>,
 }
 
 impl BuiltProgram {
-    /// Runs `f` with this context's staging memory, one caller at a time.
+    fn new(
+        context: ocl::Context,
+        device: &Device,
+        program: ocl::Program,
+        from_disk_cache: bool,
+    ) -> Result<Self, GpuError> {
+        Ok(BuiltProgram {
+            queue: ocl::Queue::new(&context, device.device, None)?,
+            transfer_queue: ocl::Queue::new(&context, device.device, None)?,
+            context,
+            program,
+            from_disk_cache,
+            staging: Mutex::new(None),
+            transfer_staging: Mutex::new(None),
+        })
+    }
+
+    /// Runs `f` with this context's staging memory for `queue`, one caller at a time.
     pub(crate) fn with_staging<R>(
         &self,
         f: impl FnOnce(&mut Staging) -> Result<R, GpuError>,
     ) -> Result<R, GpuError> {
-        let mut guard = self.staging.lock().unwrap_or_else(|p| p.into_inner());
-        let staging = match guard.take() {
-            Some(staging) => staging,
-            None => Staging::new(&self.queue)?,
-        };
-        f(guard.insert(staging))
+        staged(&self.staging, &self.queue, f)
     }
+
+    /// Runs `f` with the staging memory for `transfer_queue`, one caller at a time.
+    pub(crate) fn with_transfer_staging<R>(
+        &self,
+        f: impl FnOnce(&mut Staging) -> Result<R, GpuError>,
+    ) -> Result<R, GpuError> {
+        staged(&self.transfer_staging, &self.transfer_queue, f)
+    }
+}
+
+fn staged<R>(
+    slot: &Mutex<Option<Staging>>,
+    queue: &ocl::Queue,
+    f: impl FnOnce(&mut Staging) -> Result<R, GpuError>,
+) -> Result<R, GpuError> {
+    let mut guard = slot.lock().unwrap_or_else(|p| p.into_inner());
+    let staging = match guard.take() {
+        Some(staging) => staging,
+        None => Staging::new(queue)?,
+    };
+    f(guard.insert(staging))
 }
 
 type MemoryCache = Mutex<HashMap<String, Arc<BuiltProgram>>>;
@@ -161,7 +200,6 @@ fn build_uncached(
         .platform(device.platform)
         .devices(device.device)
         .build()?;
-    let queue = ocl::Queue::new(&context, device.device, None)?;
     let path = cache_dir().join(format!("{key}.bin"));
 
     if let Ok(binary) = std::fs::read(&path) {
@@ -179,13 +217,7 @@ fn build_uncached(
                     path.display(),
                     start.elapsed()
                 );
-                return Ok(BuiltProgram {
-                    context,
-                    queue,
-                    program,
-                    from_disk_cache: true,
-                    staging: Mutex::new(None),
-                });
+                return BuiltProgram::new(context, device, program, true);
             }
             Err(e) => log::warn!(
                 "gpu: ignoring unusable cached program {}: {e}",
@@ -238,13 +270,7 @@ fn build_uncached(
             path.display()
         );
     }
-    Ok(BuiltProgram {
-        context,
-        queue,
-        program,
-        from_disk_cache: false,
-        staging: Mutex::new(None),
-    })
+    BuiltProgram::new(context, device, program, false)
 }
 
 /// Writes the program's binary atomically (temporary file, then rename).
