@@ -354,7 +354,8 @@ impl FftKernel {
         }
         for (input, values) in steps.inputs.iter_mut().zip(done) {
             if let Some(values) = values {
-                *input = QuotientInput::OnCoset(values);
+                let replaced = std::mem::replace(input, QuotientInput::OnCoset(values));
+                multicore::free_in_background(replaced);
             }
         }
         result
@@ -557,7 +558,9 @@ impl FftKernel {
         })
     }
 
-    /// The first `len` values of `data`, appended to `values` a slot at a time.
+    /// The first `len` values of `data`, appended to `values` a slot at a time. After an error
+    /// `values` is left empty: what it held is freed on another thread
+    /// ([`multicore::free_in_background`]), as the caller is about to give the device up.
     fn download_into(
         &self,
         data: &DeviceValues,
@@ -565,9 +568,13 @@ impl FftKernel {
         values: &mut Vec<Scalar>,
         interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
-        self.download_with(data, len, interrupt, &mut |_, limbs| {
+        let result = self.download_with(data, len, interrupt, &mut |_, limbs| {
             append_from_device(limbs, values)
-        })
+        });
+        if result.is_err() {
+            multicore::free_in_background(std::mem::take(values));
+        }
+        result
     }
 
     /// Reads the first `len` values of `data` through the staging memory, handing each slot's
