@@ -60,6 +60,18 @@ fn gpu_g1_multiexp_equals_cpu() {
 }
 
 #[test]
+fn a_multiexp_whose_group_sums_take_two_passes_equals_cpu() {
+    // From 2^16 terms (13-bit windows, 1024 groups of buckets a window) the runs of group sums
+    // are added in two passes of `msm_sum_runs`.
+    let k = kernel();
+    let n = 1 << 16;
+    let (bases, scalars) = inputs::<G1Projective>(n, 41);
+    let reprs = scalar_reprs(&scalars);
+    let cpu = multiexp::<G1Affine>(&bases, &reprs).unwrap();
+    assert_eq!(k.multiexp_g1(&bases, &reprs).unwrap(), cpu);
+}
+
+#[test]
 fn gpu_multiexp_with_skewed_scalars_equals_cpu() {
     // Buckets far larger than a segment, folded in several passes (half the scalars are 1, a
     // quarter share one value), all scalars zero (no bucket entries at all), and all scalars

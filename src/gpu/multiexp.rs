@@ -148,9 +148,13 @@ const MAX_SEGMENT: usize = 512;
 /// in passes of this fan-in: summing it in one work-item made a 2^15-term G2 call spend 30 ms on
 /// a dozen such buckets (H200, fourth session).
 const FOLD: usize = 16;
-/// Work-items the bucket weighing aims at: a G2 weighing step is long and latency-bound, so the
-/// groups of buckets shrink until about this many work-items share the device.
-const TARGET_GROUPS: usize = 1 << 14;
+/// Work-items the bucket weighing aims at: a weighing work-item's additions are one serial chain
+/// (two per bucket of its group, then its group's offset times their total by doubling), so the
+/// groups of buckets shrink until about this many work-items share the device: 16 buckets a group
+/// with 16-bit windows.
+const TARGET_GROUPS: usize = 1 << 15;
+/// Most group results one work-item of `msm_sum_runs` adds in a pass.
+const SUM_PASS: usize = 16;
 /// Work-items per work-group for every multiexp kernel. Left to the driver, the group size must
 /// divide the global size, and an awkward count of segments (a prime, say) got groups of one
 /// work-item; the kernels bounds-check their index, so the global size is rounded up instead.
@@ -637,22 +641,28 @@ impl MultiexpKernel {
                 .build()?,
         )?;
         drop(bucket_sums);
-        let outputs = plan.windows * plan.outputs_per_window();
-        let summed = if plan.run > 1 {
-            let summed = TrackedBuffer::new(&q, outputs * point_limbs, None, memory)?;
+        // Runs of groups are added in passes of at most `SUM_PASS` points per work-item: each
+        // work-item's additions are a serial chain, and few long chains leave the device idle.
+        let mut summed = group_sums;
+        let mut count = groups;
+        let mut left = plan.run;
+        while left > 1 {
+            let run = left.min(SUM_PASS);
+            count /= run;
+            let out = TrackedBuffer::new(&q, count * point_limbs, None, memory)?;
             launch(
-                &kernel("msm_sum_runs", outputs)
-                    .arg(&*group_sums)
+                &kernel("msm_sum_runs", count)
                     .arg(&*summed)
-                    .arg(outputs as u32)
-                    .arg(plan.run as u32)
+                    .arg(&*out)
+                    .arg(count as u32)
+                    .arg(run as u32)
                     .build()?,
             )?;
-            drop(group_sums);
-            summed
-        } else {
-            group_sums
-        };
+            summed = out;
+            left /= run;
+        }
+        let outputs = plan.windows * plan.outputs_per_window();
+        debug_assert_eq!(count, outputs);
         // The sums come back in Jacobian form: blst adds them as they are, and the inversions a
         // conversion to affine needs took one long serial work-item each on the device.
         let mut out = vec![0u32; outputs * point_limbs];
@@ -1190,6 +1200,8 @@ mod tests {
         }
         // The warm-up launches every kernel: runs of groups are summed.
         assert!(Plan::new(super::WARM_UP_TERMS).run > 1);
+        // tests/gpu_multiexp.rs sums them in two passes at 2^16 terms.
+        assert!(Plan::new(1 << 16).run > super::SUM_PASS);
         assert_eq!(Plan::segment(10, 1 << 23, 1 << 17), 16);
         // Each launch's share fills the device: 2^17 segments of 64 in 2^23 entries.
         assert_eq!(Plan::segment(1 << 28, 1 << 23, 1 << 17), 64);
