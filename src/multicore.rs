@@ -189,11 +189,24 @@ where
 }
 
 /// Runs `f` on the crate's pool; parallel iterators inside it use that pool's threads.
+///
+/// Called from a thread of one of the crate's other pools (the CPU's share beside a device, or
+/// the lower-priority pool), `f` runs in place, on that pool: work sent there stays there, at its
+/// thread count and priority, instead of blocking the calling worker while the main pool runs it.
 pub fn install<R, F>(f: F) -> R
 where
     F: FnOnce() -> R + Send,
     R: Send,
 {
+    #[cfg(feature = "gpu")]
+    if [BESIDE_DEVICES.get(), BACKGROUND.get()]
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|other| other.current_thread_index().is_some())
+    {
+        return f();
+    }
     match pool() {
         Some(pool) => pool.install(f),
         None => f(),
@@ -206,6 +219,19 @@ pub fn num_threads() -> usize {
         Some(pool) => pool.current_num_threads(),
         None => rayon::current_num_threads(),
     }
+}
+
+/// Drops `value` on a thread of its own. Freeing a large allocation hands its pages back to the
+/// system: tens of milliseconds for the 512 MiB vectors of a 2^24 quotient, and milliseconds for
+/// a 2^20 proof's scalars, between two multiexps with the device idle (H200 host, tenth
+/// session). A prover that gives up a device must not spend them between seeing the request and
+/// releasing the lock either (three hand-overs of a put-off 2^24 quotient took 52-54 ms, tenth
+/// session). If no thread can be started, the value is dropped here.
+pub(crate) fn free_in_background<T: Send + 'static>(value: T) {
+    // On failure `spawn` drops the closure, and the value with it, on this thread.
+    let _ = std::thread::Builder::new()
+        .name("free".into())
+        .spawn(move || drop(value));
 }
 
 #[cfg(all(test, feature = "gpu", target_os = "linux"))]
@@ -232,18 +258,11 @@ mod tests {
         assert_eq!(background, (ours + BACKGROUND_NICE).min(19));
         assert_eq!(install_on(Pool::Main, nice), ours);
         assert_eq!(install_on(Pool::BesideDevices, nice), ours);
+        // Work sent to the main pool from the background pool stays there.
+        assert_eq!(
+            install_on(Pool::Background, || super::install(nice)),
+            background
+        );
         assert_eq!(nice(), ours, "the caller's own priority is untouched");
     }
-}
-
-/// Drops `value` on a thread of its own. Freeing a large allocation hands its pages back to the
-/// system, tens of milliseconds for the 512 MiB vectors of a 2^24 quotient, and a prover that
-/// gives up a device must not spend them between seeing the request and releasing the lock
-/// (three hand-overs of a put-off 2^24 quotient took 52-54 ms, tenth session). If no thread can
-/// be started, the value is dropped here.
-pub(crate) fn free_in_background<T: Send + 'static>(value: T) {
-    // On failure `spawn` drops the closure, and the value with it, on this thread.
-    let _ = std::thread::Builder::new()
-        .name("free".into())
-        .spawn(move || drop(value));
 }

@@ -30,16 +30,14 @@ const LIMBS: usize = 8;
 const MAX_DEG: u32 = 8;
 
 /// Writes the Montgomery limbs of `values` (blst's form with R = 2^256, which is the device's: a
-/// copy, no arithmetic) into `out`, flattened, and zeros after them.
+/// copy, no arithmetic) into `out`, flattened, and zeros after them. Serial: the staging memory
+/// is filled by threads of its own, a part each, which leaves the thread pool to the prover's
+/// other work.
 fn to_device(values: &[Scalar], out: &mut [u32]) {
     out[values.len() * LIMBS..].fill(0);
-    multicore::install(|| {
-        out.par_chunks_mut(LIMBS)
-            .zip(values.par_iter())
-            .for_each(|(limbs, v)| {
-                write_limbs(&blst::blst_fr::from(*v).l, limbs);
-            })
-    });
+    for (limbs, v) in out.chunks_exact_mut(LIMBS).zip(values) {
+        write_limbs(&blst::blst_fr::from(*v).l, limbs);
+    }
 }
 
 /// The value of `LIMBS` Montgomery limbs (checked below `r` by the caller).
@@ -393,15 +391,16 @@ impl FftKernel {
 
         let q = &self.program.queue;
         let mut phases = PhaseTimer::start();
-        // The second and third inputs go up on the transfer queue, from a thread of their own,
-        // while the device moves the first (then the second) to the coset: the bus and the
-        // device work at once. Each is waited for before the first kernel that reads it.
+        // The inputs go up one after another on the transfer queue, from a thread of their own,
+        // while the device moves the earlier ones to the coset: the bus and the device work at
+        // once. Each is waited for before the first kernel that reads it. (Uploaded all at once
+        // they shared the host's fill threads and arrived no sooner.)
         let stop = AtomicBool::new(false);
         let (sender, arrivals) = std::sync::mpsc::channel();
         std::thread::scope(|scope| {
             let (inputs, stop) = (&inputs, &stop);
             scope.spawn(move || {
-                for (values, _) in &inputs[1..] {
+                for (values, _) in inputs {
                     let data =
                         self.upload_through(values, n, &|| stop.load(Ordering::Relaxed), true);
                     let failed = data.is_err();
@@ -412,13 +411,9 @@ impl FftKernel {
             });
             let result = (|| {
                 let mut device = Vec::with_capacity(3);
-                for (i, &(values, on_coset)) in inputs.iter().enumerate() {
+                for (i, &(_, on_coset)) in inputs.iter().enumerate() {
                     check()?;
-                    let data = if i == 0 {
-                        self.upload(values, n, interrupt)?
-                    } else {
-                        arrival(&arrivals, interrupt)?
-                    };
+                    let data = arrival(&arrivals, interrupt)?;
                     phases.mark(q, "upload")?;
                     if !on_coset {
                         // Interpolate, then shift to the coset: the next transform evaluates there.

@@ -17,7 +17,7 @@ use super::params::ParameterSource;
 use super::proof::Proof;
 use crate::curve::CurveAffine;
 use crate::domain::QuotientSteps;
-use crate::multicore;
+use crate::multicore::{self, free_in_background};
 use crate::multiexp::{multiexp, scalar_reprs, Density, LengthMismatch, ScalarRepr};
 use bellpepper_core::{
     Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
@@ -427,6 +427,16 @@ impl Work {
     }
 }
 
+/// Runs `f`, the preparation of scalars beside a quotient: with the `gpu` feature on the pool that
+/// leaves a device worker and its fill threads their cores (at the prover's own priority: a
+/// high-priority proof waits for these scalars); without, on the crate's pool.
+fn beside_the_quotient<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    #[cfg(feature = "gpu")]
+    return multicore::install_on(multicore::Pool::BesideDevices, f);
+    #[cfg(not(feature = "gpu"))]
+    return multicore::install(f);
+}
+
 /// Proves one synthesized circuit with blinding factors `r`, `s`.
 fn prove<P: ParameterSource + Sync>(
     cs: ProvingAssignment,
@@ -459,23 +469,30 @@ fn prove<P: ParameterSource + Sync>(
     let mut work = Work::new(options);
     let h_query = |work: &mut Work, h: Vec<Scalar>| {
         log::debug!("prove: quotient polynomial at {:.2?}", start.elapsed());
-        work.msm(params.h(), &scalar_reprs(&h), "H query")
+        let scalars = scalar_reprs(&h);
+        free_in_background(h);
+        let sum = work.msm(params.h(), &scalars, "H query");
+        free_in_background(scalars);
+        sum
     };
     let mut h = G1Projective::identity();
     let mut deferred = None;
     // The other multiexps' scalars (the assignment in canonical form, and the A and B queries'
-    // selections) are made on the thread pool while the quotient and the H multiexp run, mostly
-    // on a device: made after them, they left the device idle for 20-30 ms of a 2^20 proof
-    // (H200, ninth session).
+    // selections) are made while the quotient and the H multiexp run, mostly on a device: made
+    // after them, they left the device idle for 20-30 ms of a 2^20 proof (H200, ninth session).
+    // With the `gpu` feature they are made on the smaller pool that leaves the transfers' fill
+    // threads their cores.
     let (inputs, aux, a_scalars, b_scalars) = std::thread::scope(|scope| {
         let scalars = scope.spawn(|| {
-            let inputs = scalar_reprs(&cs.input_assignment);
-            let aux = scalar_reprs(&cs.aux_assignment);
-            let a_scalars = cs.a_aux_density.select_after(&inputs, &aux);
-            let b_scalars = cs
-                .b_aux_density
-                .select_after(&cs.b_input_density.select(&inputs), &aux);
-            (inputs, aux, a_scalars, b_scalars)
+            beside_the_quotient(|| {
+                let inputs = scalar_reprs(&cs.input_assignment);
+                let aux = scalar_reprs(&cs.aux_assignment);
+                let a_scalars = cs.a_aux_density.select_after(&inputs, &aux);
+                let b_scalars = cs
+                    .b_aux_density
+                    .select_after(&cs.b_input_density.select(&inputs), &aux);
+                (inputs, aux, a_scalars, b_scalars)
+            })
         });
         match work.quotient_or_defer(cs.a, cs.b, cs.c)? {
             Quotient::Done(coefficients) => h = h_query(&mut work, coefficients)?,
@@ -487,14 +504,16 @@ fn prove<P: ParameterSource + Sync>(
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
         )
     })?;
-    drop(inputs);
+    // Freed on other threads: 32 MiB of scalars took milliseconds to hand back between two
+    // multiexps (H200 host, tenth session), 512 MiB at 2^24 tens of milliseconds.
+    free_in_background(inputs);
     let l = work.msm(params.l(), &aux, "L query")?;
-    drop(aux);
+    free_in_background(aux);
     let a = work.msm(params.a(), &a_scalars, "A query")?;
-    drop(a_scalars);
+    free_in_background(a_scalars);
     let b_g1 = work.msm(params.b_g1(), &b_scalars, "B query in G1")?;
     let b_g2 = work.msm(params.b_g2(), &b_scalars, "B query in G2")?;
-    drop(b_scalars);
+    free_in_background(b_scalars);
     if let Some(steps) = deferred {
         let coefficients = work.deferred_quotient(steps)?;
         h = h_query(&mut work, coefficients)?;
