@@ -203,7 +203,11 @@ pub fn run(
             ms(&h),
             ms(&l)
         );
-        Some((ms(&h), ms(&l)))
+        Some((
+            ms(&h),
+            ms(&l),
+            field(&l, "synthesis_ms").unwrap_or(f64::NAN),
+        ))
     } else {
         None
     };
@@ -387,12 +391,18 @@ pub fn run(
         low_totals.len(),
         low_totals.iter().sum::<f64>(),
     );
-    if let Some((high_alone, low_alone)) = alone_times {
+    if let Some((high_alone, low_alone, low_alone_synthesis)) = alone_times {
         let lost = low_totals.iter().map(|t| t - low_alone).sum::<f64>();
+        // Synthesis comes before a prover claims a device, so a preemption cannot slow it; what
+        // it lost there is the CPU shared with the high provers, or noise.
+        let lost_in_synthesis = of("low", "synthesis_ms")
+            .iter()
+            .map(|t| t - low_alone_synthesis)
+            .sum::<f64>();
         println!(
             "low-priority proof alone {low_alone:.0} ms; preempted: lost {lost:.0} ms in all \
-             (the high ones held the GPU {high_held:.0} ms); high-priority proof alone \
-             {high_alone:.0} ms"
+             (the high ones held the GPU {high_held:.0} ms), {lost_in_synthesis:.0} ms of it in \
+             witness synthesis; high-priority proof alone {high_alone:.0} ms"
         );
     }
     write_svg(svg, &segments, &roles, &name_of)?;

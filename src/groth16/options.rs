@@ -116,6 +116,9 @@ pub struct ProofReport {
     pub priority: Priority,
     /// Wall time of the proof, synthesis included.
     pub total: Duration,
+    /// Wall time of the witness synthesis (of the whole batch, which is synthesized in
+    /// parallel), before any device is claimed: the CPU part a preemption cannot touch.
+    pub synthesis: Duration,
     /// Multiexp chunks computed on each device, by device id.
     pub gpu_chunks: Vec<(String, u64)>,
     /// Multiexp chunks computed on the CPU.
@@ -180,7 +183,7 @@ impl ProofReport {
             .map(|(id, c)| format!("{}:{c}", json_string(id)))
             .collect();
         format!(
-            "{{\"priority\":\"{}\",\"total_ms\":{},\"gpu_chunks\":{},\"gpu_chunks_by_device\":{{{}}},\
+            "{{\"priority\":\"{}\",\"total_ms\":{},\"synthesis_ms\":{},\"gpu_chunks\":{},\"gpu_chunks_by_device\":{{{}}},\
              \"cpu_chunks\":{},\"total_chunks\":{},\"fft_on_gpu\":{},\
              \"quotient_deferred\":{},\"quotient_steps_on_gpu\":{},\"preemptions\":{},\
              \"returns_to_gpu\":{},\
@@ -189,6 +192,7 @@ impl ProofReport {
              \"peak_device_bytes\":{},\"gpu_failures\":{},\"out_of_memory\":{}}}",
             self.priority,
             ms(self.total),
+            ms(self.synthesis),
             self.gpu_chunks_total(),
             devices.join(","),
             self.cpu_chunks,
@@ -247,6 +251,7 @@ mod tests {
         let r = ProofReport {
             priority: Priority::High,
             total: Duration::from_millis(1500),
+            synthesis: Duration::from_millis(250),
             gpu_chunks: vec![("pci-0000:00:06.0".into(), 3), ("we\"ird".into(), 1)],
             cpu_chunks: 2,
             total_chunks: 6,
@@ -256,7 +261,10 @@ mod tests {
         };
         let j = r.to_json();
         assert!(
-            j.starts_with("{\"priority\":\"high\",\"total_ms\":1500.000,\"gpu_chunks\":4,"),
+            j.starts_with(
+                "{\"priority\":\"high\",\"total_ms\":1500.000,\"synthesis_ms\":250.000,\
+                 \"gpu_chunks\":4,"
+            ),
             "{j}"
         );
         assert!(

@@ -637,11 +637,11 @@ where
             .map(|circuit| synthesize(circuit, &size))
             .collect::<Result<_, _>>()
     })?;
+    let synthesis = start.elapsed();
     if let Some(cs) = assignments.first() {
         log::info!(
-            "prove: {count} witness(es) of {} constraints synthesized in {:.2?}",
+            "prove: {count} witness(es) of {} constraints synthesized in {synthesis:.2?}",
             cs.a.len(),
-            start.elapsed()
         );
     }
     let proofs = assignments
@@ -650,6 +650,7 @@ where
         .map(|(cs, (r, s))| {
             let mut report = ProofReport {
                 priority: options.priority,
+                synthesis,
                 ..ProofReport::default()
             };
             // On the caller's thread, not as one job of the pool: a whole proof queued in the pool
