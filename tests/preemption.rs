@@ -212,6 +212,43 @@ fn a_quotient_interrupted_on_the_device_is_put_off_and_done_there_later() {
     assert!(low.returns_to_gpu >= 1 && low.fft_on_gpu, "{low:?}");
     assert_eq!(low.quotient_steps_on_gpu, 4, "{low:?}");
     assert_eq!(high.quotient_steps_on_gpu, 0, "{high:?}");
+    // Its first try went whole (2^15 values, under `stepped_quotient_from`).
+    assert_eq!(low.quotient_first_try_steps, 0, "{low:?}");
+}
+
+#[test]
+fn a_low_quotient_in_steps_from_its_first_try_keeps_them_when_interrupted() {
+    let _g = setup("stepped");
+    let (long, short) = long_and_short();
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            set_quotient_ns_per_value(0);
+        }
+    }
+    let _restore = Restore;
+    // As above, a quotient of about 650 ms on the fake device, in four steps of about 160 ms
+    // here from the first try; the high prover asks about 400 ms in, inside the third step.
+    set_quotient_ns_per_value(20_000);
+    let stepped = ProveOptions {
+        stepped_quotient_from: 0,
+        ..options(Priority::Low, Some("fake-0"))
+    };
+    let (low, high) = std::thread::scope(|s| {
+        let low = s.spawn(|| prove(long, &stepped));
+        wait_for_holder("fake-0", Priority::Low);
+        std::thread::sleep(Duration::from_millis(400));
+        let high = prove(short, &options(Priority::High, Some("fake-0")));
+        (low.join().unwrap(), high)
+    });
+    assert!(high.fft_on_gpu && high.handover.is_some(), "{high:?}");
+    // The steps finished before the request were kept, and the put-off quotient went on from
+    // them: no step was done twice, and all four were done on the device.
+    assert!(low.quotient_deferred, "{low:?}");
+    assert!((1..=3).contains(&low.quotient_first_try_steps), "{low:?}");
+    assert_eq!(low.quotient_steps_on_gpu, 4, "{low:?}");
+    // A high prover's quotient goes whole, whatever its size.
+    assert_eq!(high.quotient_first_try_steps, 0, "{high:?}");
 }
 
 #[test]

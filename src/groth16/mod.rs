@@ -9,7 +9,9 @@ mod prover;
 mod verifier;
 
 pub use generator::{generate_parameters, generate_random_parameters};
-pub use options::{Priority, ProofReport, ProveOptions, DEFAULT_CHUNK_TERMS};
+pub use options::{
+    Priority, ProofReport, ProveOptions, DEFAULT_CHUNK_TERMS, DEFAULT_STEPPED_QUOTIENT_FROM,
+};
 pub use params::{ParameterSource, Parameters, ReadError, VerifyingKey};
 pub use proof::Proof;
 pub use prover::{

@@ -81,7 +81,18 @@ pub struct ProveOptions {
     /// device or the CPU, and so the bound on how long a higher priority waits for a device (one
     /// chunk of the holder).
     pub chunk_terms: usize,
+    /// Quotient domains of at least this many values go in steps kept on the host from their
+    /// first try on a device when the proof is at [`Priority::Low`]: a higher priority that takes
+    /// the device in the middle then costs at most the step it interrupts, not the quotient so
+    /// far (at 2^24 constraints the whole quotient takes about 1.3 s on an H200). Each kept step
+    /// costs a download (about 40 ms at 2^24), so smaller quotients, and those of higher
+    /// priorities, go whole first.
+    pub stepped_quotient_from: usize,
 }
+
+/// Default of [`ProveOptions::stepped_quotient_from`]: 2^22 values, where the whole quotient
+/// takes about 0.3 s on an H200.
+pub const DEFAULT_STEPPED_QUOTIENT_FROM: usize = 1 << 22;
 
 /// Default terms per chunk: about 30 ms of the current G1 multiexp kernel on an H200 (2^16 terms
 /// took 56 ms), under the 50 ms hand-over goal; smaller chunks cost more per term.
@@ -94,6 +105,7 @@ impl Default for ProveOptions {
             use_gpu: true,
             devices: None,
             chunk_terms: DEFAULT_CHUNK_TERMS,
+            stepped_quotient_from: DEFAULT_STEPPED_QUOTIENT_FROM,
         }
     }
 }
@@ -136,6 +148,9 @@ pub struct ProofReport {
     /// the combination and the way back): the steps are kept on the host as they finish, so a
     /// device taken away in the middle loses only the step it was in.
     pub quotient_steps_on_gpu: u64,
+    /// Of those, the steps of the quotient's first try that were kept when a higher priority
+    /// interrupted it (a first try goes in steps for [`ProveOptions::stepped_quotient_from`]).
+    pub quotient_first_try_steps: u64,
     /// Times this prover gave a device up to a higher priority.
     pub preemptions: u64,
     /// Times this prover took a device again after losing one to a higher priority.
@@ -185,7 +200,8 @@ impl ProofReport {
         format!(
             "{{\"priority\":\"{}\",\"total_ms\":{},\"synthesis_ms\":{},\"gpu_chunks\":{},\"gpu_chunks_by_device\":{{{}}},\
              \"cpu_chunks\":{},\"total_chunks\":{},\"fft_on_gpu\":{},\
-             \"quotient_deferred\":{},\"quotient_steps_on_gpu\":{},\"preemptions\":{},\
+             \"quotient_deferred\":{},\"quotient_steps_on_gpu\":{},\"quotient_first_try_steps\":{},\
+             \"preemptions\":{},\
              \"returns_to_gpu\":{},\
              \"cpu_chunks_without_retry\":{},\"wait_ms\":{},\
              \"handover_ms\":{},\"yield_ms\":{},\"live_device_bytes_at_release\":{},\
@@ -200,6 +216,7 @@ impl ProofReport {
             self.fft_on_gpu,
             self.quotient_deferred,
             self.quotient_steps_on_gpu,
+            self.quotient_first_try_steps,
             self.preemptions,
             self.returns_to_gpu,
             self.cpu_chunks_without_retry,

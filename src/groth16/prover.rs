@@ -271,6 +271,12 @@ struct Work {
     /// Steps of a put-off quotient done on a device (of 4: three inputs moved to the coset, and
     /// the rest).
     quotient_steps_on_gpu: u64,
+    /// Of those, steps of the first try kept when it was interrupted.
+    quotient_first_try_steps: u64,
+    /// Whether the quotient's first try on a device goes in steps
+    /// ([`ProveOptions::stepped_quotient_from`]).
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+    stepped_first_try: bool,
     /// When the work began (the debug log places each multiexp from here, so that the time
     /// between them shows).
     begun: Instant,
@@ -279,7 +285,8 @@ struct Work {
 }
 
 impl Work {
-    fn new(options: &ProveOptions) -> Work {
+    /// The work of a proof whose quotient domain has `domain_size` values.
+    fn new(options: &ProveOptions, domain_size: usize) -> Work {
         #[cfg(not(feature = "gpu"))]
         let _ = options.use_gpu;
         Work {
@@ -287,6 +294,9 @@ impl Work {
             cpu_multiexps: 0,
             quotient_deferred: false,
             quotient_steps_on_gpu: 0,
+            quotient_first_try_steps: 0,
+            stepped_first_try: options.priority == Priority::Low
+                && domain_size >= options.stepped_quotient_from,
             begun: Instant::now(),
             #[cfg(feature = "gpu")]
             claim: if options.use_gpu {
@@ -356,6 +366,30 @@ impl Work {
         c: Vec<Scalar>,
     ) -> Result<Quotient, SynthesisError> {
         #[cfg(feature = "gpu")]
+        if self.stepped_first_try {
+            if let Some(claim) = self.claim.as_mut() {
+                use crate::gpu::scheduler::QuotientOnGpu;
+                let mut steps = QuotientSteps::new(a, b, c);
+                match claim.quotient_steps(&mut steps) {
+                    QuotientOnGpu::Done(h) => return Ok(Quotient::Done(h)),
+                    QuotientOnGpu::Preempted => {
+                        let kept = steps.steps_done() as u64;
+                        log::info!(
+                            "prove: quotient interrupted by a higher priority after {kept} of its \
+                             4 steps (kept); the other multiexps first, then the rest"
+                        );
+                        self.quotient_deferred = true;
+                        self.quotient_first_try_steps = kept;
+                        self.quotient_steps_on_gpu += kept;
+                        return Ok(Quotient::Deferred(steps));
+                    }
+                    QuotientOnGpu::Busy | QuotientOnGpu::NotThere => {
+                        return steps.finish_on_cpu().map(Quotient::Done)
+                    }
+                }
+            }
+        }
+        #[cfg(feature = "gpu")]
         if let Some(claim) = self.claim.as_mut() {
             use crate::gpu::scheduler::QuotientOnGpu;
             match claim.quotient(&a, &b, &c) {
@@ -420,6 +454,7 @@ impl Work {
         report.total_chunks += self.cpu_multiexps;
         report.quotient_deferred |= self.quotient_deferred;
         report.quotient_steps_on_gpu += self.quotient_steps_on_gpu;
+        report.quotient_first_try_steps += self.quotient_first_try_steps;
         #[cfg(feature = "gpu")]
         if let Some(claim) = self.claim {
             claim.finish(report);
@@ -466,7 +501,7 @@ fn prove<P: ParameterSource + Sync>(
     }
 
     // The devices are claimed after synthesis and the checks: a failing circuit never holds one.
-    let mut work = Work::new(options);
+    let mut work = Work::new(options, domain_size);
     let h_query = |work: &mut Work, h: Vec<Scalar>| {
         log::debug!("prove: quotient polynomial at {:.2?}", start.elapsed());
         let scalars = scalar_reprs(&h);
