@@ -16,8 +16,9 @@
 //! With the `gpu` feature two more pools serve the CPU's share of a multiexp split with devices:
 //! a smaller one that leaves a running device worker and its staging fillers their threads, and
 //! one whose threads run at a lower scheduling priority, for the lowest priority level. Work on
-//! them is started from the prover's own thread, never from inside another pool (an `install`
-//! across pools blocks the calling worker).
+//! them is started from the prover's own thread or a thread it starts (the scalars it prepares
+//! beside the quotient), never from a worker of another pool (an `install` across pools blocks
+//! the calling worker); [`install`] called from inside them stays on them.
 
 use std::sync::OnceLock;
 

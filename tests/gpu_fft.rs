@@ -115,7 +115,8 @@ fn an_interrupted_quotient_stops_and_frees_its_device_memory() {
     let mut random =
         |len: usize| -> Vec<Scalar> { (0..len).map(|_| Scalar::random(&mut *rng)).collect() };
     let (a, b, c) = (random(4096), random(4096), random(4096));
-    // Probes of an uninterrupted run: at least one per kernel launch and per transfer slot.
+    // Probes of an uninterrupted run: at least one per kernel launch and per download slot (the
+    // inputs' uploads, on a thread of their own, are probed only while waited for).
     let probes = AtomicUsize::new(0);
     let h = k
         .quotient_interruptible(&a, &b, &c, &|| {
@@ -126,7 +127,7 @@ fn an_interrupted_quotient_stops_and_frees_its_device_memory() {
     assert_eq!(h, cpu_quotient(&a, &b, &c));
     let total = probes.load(Ordering::Relaxed);
     eprintln!("{total} probes");
-    // Every launch and slot probes (over 60 for this size), whatever the timing; the waits add
+    // Every launch and download slot probes (over 60 for this size), whatever the timing; the waits add
     // more when a kernel is slow. Asked at any of the first 60, it stops, with no device memory
     // left.
     assert!(total >= 60, "{total} probes");

@@ -227,9 +227,11 @@ fn a_low_quotient_in_steps_from_its_first_try_keeps_them_when_interrupted() {
         }
     }
     let _restore = Restore;
-    // As above, a quotient of about 650 ms on the fake device, in four steps of about 160 ms
-    // here from the first try; the high prover asks about 400 ms in, inside the third step.
-    set_quotient_ns_per_value(20_000);
+    // A quotient of about 1.3 s on the fake device (40 us per value), in four steps of about
+    // 330 ms here from the first try; the high prover asks about 650 ms in, inside the second
+    // step, with a wide margin on either side (the first step is done at about 330 ms, the
+    // whole quotient at about 1.3 s).
+    set_quotient_ns_per_value(40_000);
     let stepped = ProveOptions {
         stepped_quotient_from: 0,
         ..options(Priority::Low, Some("fake-0"))
@@ -237,7 +239,7 @@ fn a_low_quotient_in_steps_from_its_first_try_keeps_them_when_interrupted() {
     let (low, high) = std::thread::scope(|s| {
         let low = s.spawn(|| prove(long, &stepped));
         wait_for_holder("fake-0", Priority::Low);
-        std::thread::sleep(Duration::from_millis(400));
+        std::thread::sleep(Duration::from_millis(650));
         let high = prove(short, &options(Priority::High, Some("fake-0")));
         (low.join().unwrap(), high)
     });
@@ -247,8 +249,7 @@ fn a_low_quotient_in_steps_from_its_first_try_keeps_them_when_interrupted() {
     assert!(low.quotient_deferred, "{low:?}");
     assert!((1..=3).contains(&low.quotient_first_try_steps), "{low:?}");
     assert_eq!(low.quotient_steps_on_gpu, 4, "{low:?}");
-    // A high prover's quotient goes whole, whatever its size.
-    assert_eq!(high.quotient_first_try_steps, 0, "{high:?}");
+    assert!(!high.quotient_deferred, "{high:?}");
 }
 
 #[test]

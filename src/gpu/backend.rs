@@ -108,7 +108,7 @@ impl GpuDevice {
     }
 
     /// The prover's quotient on this device; `interrupt` is asked around every kernel and
-    /// transfer ([`FftKernel::quotient_interruptible`]).
+    /// download slot, and while an upload is waited for ([`FftKernel::quotient_interruptible`]).
     pub(crate) fn quotient(
         &self,
         a: &[Scalar],

@@ -307,7 +307,7 @@ fn slot_range(slot: usize, half: usize, len: usize) -> std::ops::Range<usize> {
 }
 
 /// How often [`wait_interruptible`] asks its `interrupt`, and looks at its event.
-pub(crate) const PROBE_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
+const PROBE_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
 const LOOK_EVERY: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// Waits for `event`, asking `interrupt` about every millisecond. A transfer on an in-order queue
@@ -345,6 +345,30 @@ pub(crate) fn wait_interruptible(
         let next = std::time::Instant::now() + LOOK_EVERY;
         while std::time::Instant::now() < next {
             std::hint::spin_loop();
+        }
+    }
+}
+
+/// The result a transfer thread sends on `from`, waited for while asking `interrupt` about every
+/// millisecond ([`GpuError::Interrupted`] when it says yes; the caller then stops the thread).
+pub(crate) fn receive_interruptible<T>(
+    from: &std::sync::mpsc::Receiver<Result<T, GpuError>>,
+    interrupt: &dyn Fn() -> bool,
+) -> Result<T, GpuError> {
+    use std::sync::mpsc::RecvTimeoutError;
+    loop {
+        match from.recv_timeout(PROBE_EVERY) {
+            Ok(result) => return result,
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(GpuError::Ocl(
+                    "a transfer thread ended without its result".into(),
+                ))
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                if interrupt() {
+                    return Err(GpuError::Interrupted);
+                }
+            }
         }
     }
 }

@@ -9,8 +9,8 @@
 //! reinterpreting them).
 
 use super::buffer::{
-    below, wait_interruptible, write_limbs, DeviceMemory, PhaseTimer, Staging, Take, TrackedBuffer,
-    PROBE_EVERY,
+    below, receive_interruptible, wait_interruptible, write_limbs, DeviceMemory, PhaseTimer,
+    Staging, Take, TrackedBuffer,
 };
 use super::device::Device;
 use super::error::GpuError;
@@ -128,32 +128,6 @@ struct Plan {
 
 /// A device vector of `Fr` values in Montgomery form.
 type DeviceValues<'a> = TrackedBuffer<'a>;
-
-/// The next upload from a transfer thread, waited for while asking `interrupt` (the thread sees
-/// the caller's stop flag once the caller returns its error).
-fn arrival<'a>(
-    arrivals: &std::sync::mpsc::Receiver<Result<DeviceValues<'a>, GpuError>>,
-    interrupt: &dyn Fn() -> bool,
-) -> Result<DeviceValues<'a>, GpuError> {
-    use std::sync::mpsc::TryRecvError;
-    let mut probed = std::time::Instant::now();
-    loop {
-        match arrivals.try_recv() {
-            Ok(data) => return data,
-            Err(TryRecvError::Disconnected) => {
-                return Err(GpuError::Ocl("the upload thread ended early".into()))
-            }
-            Err(TryRecvError::Empty) => {}
-        }
-        if probed.elapsed() >= PROBE_EVERY {
-            if interrupt() {
-                return Err(GpuError::Interrupted);
-            }
-            probed = std::time::Instant::now();
-        }
-        std::hint::spin_loop();
-    }
-}
 
 /// The FFT kernels, built for one device.
 #[derive(Debug)]
@@ -304,7 +278,9 @@ impl FftKernel {
     }
 
     /// [`FftKernel::quotient`] that asks `interrupt` around every kernel (waiting for each before
-    /// the next is enqueued) and every transfer slot, and about every millisecond while it waits;
+    /// the next is enqueued) and every download slot, and about every millisecond while it waits
+    /// for a kernel or for an input's upload (which runs on a thread of its own and stops when
+    /// this call does);
     /// when it says yes, lets the running kernel finish, frees its buffers and returns
     /// [`GpuError::Interrupted`].
     pub fn quotient_interruptible(
@@ -399,21 +375,24 @@ impl FftKernel {
         let (sender, arrivals) = std::sync::mpsc::channel();
         std::thread::scope(|scope| {
             let (inputs, stop) = (&inputs, &stop);
-            scope.spawn(move || {
-                for (values, _) in inputs {
-                    let data =
-                        self.upload_through(values, n, &|| stop.load(Ordering::Relaxed), true);
-                    let failed = data.is_err();
-                    if sender.send(data).is_err() || failed {
-                        break;
+            let upload = std::thread::Builder::new()
+                .name("gpu-upload".into())
+                .spawn_scoped(scope, move || {
+                    for (values, _) in inputs {
+                        let data =
+                            self.upload_through(values, n, &|| stop.load(Ordering::Relaxed), true);
+                        let failed = data.is_err();
+                        if sender.send(data).is_err() || failed {
+                            break;
+                        }
                     }
-                }
-            });
+                })
+                .map_err(|e| GpuError::Ocl(format!("cannot start the upload thread: {e}")))?;
             let result = (|| {
                 let mut device = Vec::with_capacity(3);
                 for (i, &(_, on_coset)) in inputs.iter().enumerate() {
                     check()?;
-                    let data = arrival(&arrivals, interrupt)?;
+                    let data = receive_interruptible(&arrivals, interrupt)?;
                     phases.mark(q, "upload")?;
                     if !on_coset {
                         // Interpolate, then shift to the coset: the next transform evaluates there.
@@ -469,7 +448,15 @@ impl FftKernel {
             if result.is_err() {
                 stop.store(true, Ordering::Relaxed);
             }
-            result
+            // Uploads still in the channel are dropped (freed) with it, before the device is
+            // released.
+            drop(arrivals);
+            match upload.join() {
+                Ok(()) => result,
+                Err(_) => Err(GpuError::Ocl(
+                    "the thread uploading the inputs panicked".into(),
+                )),
+            }
         })
     }
 

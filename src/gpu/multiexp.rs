@@ -9,8 +9,8 @@
 //! coordinates, and the host weighs and adds them.
 
 use super::buffer::{
-    below, settled, wait_interruptible, write_limbs, DeviceMemory, PhaseTimer, TrackedBuffer,
-    PROBE_EVERY,
+    below, receive_interruptible, settled, wait_interruptible, write_limbs, DeviceMemory,
+    PhaseTimer, TrackedBuffer,
 };
 use super::device::Device;
 use super::error::GpuError;
@@ -474,6 +474,7 @@ impl MultiexpKernel {
         // After an error, what is enqueued still runs: the device is not handed on busy.
         if result.is_err() {
             let _ = built.queue.finish();
+            let _ = built.transfer_queue.finish();
         }
         result
     }
@@ -503,49 +504,70 @@ impl MultiexpKernel {
         // and sorts them: the sort needs only the scalars, so the bus and the device then work at
         // once. The bases are waited for before the bucket sums, the first kernel to read them.
         let bases_buf = TrackedBuffer::new(&q, n * affine_limbs, None, memory)?;
+        // `stop` ends the upload early (the call failed, was interrupted, or has nothing to
+        // sum); `failed` ends the sort early when the upload failed.
         let stop = AtomicBool::new(false);
+        let failed = AtomicBool::new(false);
+        let (sender, arrival) = std::sync::mpsc::channel();
         let (sorted, bases_took) = std::thread::scope(|scope| {
-            let upload = scope.spawn(|| {
-                let began = std::time::Instant::now();
-                built.with_transfer_staging(|staging| {
-                    staging.upload(
-                        &built.transfer_queue,
-                        &bases_buf,
-                        n * affine_limbs,
-                        affine_limbs,
-                        &|start, out| {
-                            let first = start / affine_limbs;
-                            for (slot, b) in out.chunks_exact_mut(affine_limbs).zip(&bases[first..])
-                            {
-                                b.write_coords(slot);
-                            }
-                        },
-                        &|| stop.load(Ordering::Relaxed),
-                    )
-                })?;
-                Ok::<_, GpuError>(began.elapsed())
-            });
+            let upload = std::thread::Builder::new()
+                .name("gpu-upload".into())
+                .spawn_scoped(scope, || {
+                    let began = std::time::Instant::now();
+                    let result = built.with_transfer_staging(|staging| {
+                        staging.upload(
+                            &built.transfer_queue,
+                            &bases_buf,
+                            n * affine_limbs,
+                            affine_limbs,
+                            &|start, out| {
+                                let first = start / affine_limbs;
+                                let slots = out.chunks_exact_mut(affine_limbs);
+                                for (slot, b) in slots.zip(&bases[first..]) {
+                                    b.write_coords(slot);
+                                }
+                            },
+                            &|| stop.load(Ordering::Relaxed),
+                        )
+                    });
+                    if result.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    let _ = sender.send(result.map(|()| began.elapsed()));
+                })
+                .map_err(|e| GpuError::Ocl(format!("cannot start the upload thread: {e}")))?;
             let sorted =
-                self.sort_on_device::<G>(built, scalars, &plan, bounded, &mut phases, interrupt);
-            if sorted.is_err() {
+                self.sort_on_device::<G>(built, scalars, &plan, bounded, &mut phases, &|| {
+                    failed.load(Ordering::Relaxed) || interrupt()
+                });
+            // The rest of the bases are waited for, still asking `interrupt`, only if there is
+            // something to sum.
+            let uploaded = match &sorted {
+                Ok(Some(_)) => receive_interruptible(&arrival, interrupt),
+                _ => Err(GpuError::Interrupted),
+            };
+            if uploaded.is_err() {
                 stop.store(true, Ordering::Relaxed);
             }
-            // Waiting for the rest of the bases, still asking `interrupt`.
-            let mut probed = std::time::Instant::now();
-            while !upload.is_finished() {
-                if probed.elapsed() >= PROBE_EVERY {
-                    if interrupt() {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                    probed = std::time::Instant::now();
-                }
-                std::hint::spin_loop();
+            let joined = upload.join();
+            // The error to report: a device error rather than the interruption it caused.
+            let uploaded = match (joined, uploaded) {
+                (Err(_), _) => Err(GpuError::Ocl(
+                    "the thread uploading the bases panicked".into(),
+                )),
+                (Ok(()), Err(GpuError::Interrupted)) => match arrival.try_recv() {
+                    Ok(Err(e)) if !matches!(e, GpuError::Interrupted) => Err(e),
+                    _ => Err(GpuError::Interrupted),
+                },
+                (Ok(()), uploaded) => uploaded,
+            };
+            match (sorted, uploaded) {
+                (Ok(None), _) => Ok((None, std::time::Duration::ZERO)),
+                (Ok(Some(sorted)), Ok(took)) => Ok((Some(sorted), took)),
+                (Ok(Some(_)), Err(e)) => Err(e),
+                (Err(GpuError::Interrupted), Err(e)) => Err(e),
+                (Err(e), _) => Err(e),
             }
-            let uploaded = upload
-                .join()
-                .map_err(|_| GpuError::Ocl("the thread uploading the bases panicked".into()))?;
-            let sorted = sorted?;
-            Ok::<_, GpuError>((sorted, uploaded?))
         })?;
         phases.mark(&q, "bases")?;
         let Some(Sorted {
@@ -1200,7 +1222,11 @@ mod tests {
         }
         // The warm-up launches every kernel: runs of groups are summed.
         assert!(Plan::new(super::WARM_UP_TERMS).run > 1);
-        // tests/gpu_multiexp.rs sums them in two passes at 2^16 terms.
+        // The passes of `msm_sum_runs` divide exactly (powers of two), and tests/gpu_multiexp.rs
+        // sums them in two passes at 2^16 terms.
+        for log_n in 0..27 {
+            assert!(Plan::new(1 << log_n).run.is_power_of_two());
+        }
         assert!(Plan::new(1 << 16).run > super::SUM_PASS);
         assert_eq!(Plan::segment(10, 1 << 23, 1 << 17), 16);
         // Each launch's share fills the device: 2^17 segments of 64 in 2^23 entries.

@@ -53,8 +53,9 @@ pub struct BuiltProgram {
     /// An in-order queue on the device.
     pub queue: ocl::Queue,
     /// A second in-order queue, for uploads that go on the bus while `queue` runs kernels (the
-    /// multiexp's bases during its count and sort). A host that waits for a transfer's event
-    /// before it enqueues the kernel that reads the data orders the two queues.
+    /// multiexp's bases during its count and sort, the quotient's inputs during the transforms
+    /// of the earlier ones). A host that waits for a transfer's event before it enqueues the
+    /// kernel that reads the data orders the two queues.
     pub transfer_queue: ocl::Queue,
     /// The program.
     pub program: ocl::Program,

@@ -85,8 +85,9 @@ pub struct ProveOptions {
     /// first try on a device when the proof is at [`Priority::Low`]: a higher priority that takes
     /// the device in the middle then costs at most the step it interrupts, not the quotient so
     /// far (at 2^24 constraints the whole quotient takes about 1.3 s on an H200). Each kept step
-    /// costs a download (about 40 ms at 2^24), so smaller quotients, and those of higher
-    /// priorities, go whole first.
+    /// costs a download (about 40 ms at 2^24) and keeps up to three coset vectors (32 bytes a
+    /// value each) in host memory beside the inputs until the quotient is done, so smaller
+    /// quotients, and those of higher priorities, go whole first.
     pub stepped_quotient_from: usize,
 }
 

@@ -333,6 +333,7 @@ impl Work {
                 match result {
                     QuotientOnGpu::Done(h) => {
                         self.quotient_steps_on_gpu += 1;
+                        free_in_background(steps);
                         return Ok(h);
                     }
                     QuotientOnGpu::Preempted | QuotientOnGpu::Busy if started.elapsed() < most => {
@@ -371,7 +372,10 @@ impl Work {
                 use crate::gpu::scheduler::QuotientOnGpu;
                 let mut steps = QuotientSteps::new(a, b, c);
                 match claim.quotient_steps(&mut steps) {
-                    QuotientOnGpu::Done(h) => return Ok(Quotient::Done(h)),
+                    QuotientOnGpu::Done(h) => {
+                        free_in_background(steps);
+                        return Ok(Quotient::Done(h));
+                    }
                     QuotientOnGpu::Preempted => {
                         let kept = steps.steps_done() as u64;
                         log::info!(
@@ -393,7 +397,11 @@ impl Work {
         if let Some(claim) = self.claim.as_mut() {
             use crate::gpu::scheduler::QuotientOnGpu;
             match claim.quotient(&a, &b, &c) {
-                QuotientOnGpu::Done(h) => return Ok(Quotient::Done(h)),
+                QuotientOnGpu::Done(h) => {
+                    // The inputs (96 bytes a value) are freed off the path to the H multiexp.
+                    free_in_background((a, b, c));
+                    return Ok(Quotient::Done(h));
+                }
                 QuotientOnGpu::Preempted => {
                     log::info!(
                         "prove: quotient interrupted by a higher priority; the other multiexps \
@@ -462,14 +470,25 @@ impl Work {
     }
 }
 
-/// Runs `f`, the preparation of scalars beside a quotient: with the `gpu` feature on the pool that
-/// leaves a device worker and its fill threads their cores (at the prover's own priority: a
-/// high-priority proof waits for these scalars); without, on the crate's pool.
-fn beside_the_quotient<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+/// Runs `f`, the preparation of scalars beside a quotient: with the `gpu` feature on the pool the
+/// CPU's share of this proof's multiexps uses, the one that leaves a device worker and its fill
+/// threads their cores (or, at the lowest priority, the one at a lower scheduling priority);
+/// without, on the crate's pool.
+fn beside_the_quotient<R: Send>(priority: Priority, f: impl FnOnce() -> R + Send) -> R {
     #[cfg(feature = "gpu")]
-    return multicore::install_on(multicore::Pool::BesideDevices, f);
+    return multicore::install_on(
+        if priority == Priority::Low {
+            multicore::Pool::Background
+        } else {
+            multicore::Pool::BesideDevices
+        },
+        f,
+    );
     #[cfg(not(feature = "gpu"))]
-    return multicore::install(f);
+    {
+        let _ = priority;
+        multicore::install(f)
+    }
 }
 
 /// Proves one synthesized circuit with blinding factors `r`, `s`.
@@ -515,29 +534,38 @@ fn prove<P: ParameterSource + Sync>(
     // The other multiexps' scalars (the assignment in canonical form, and the A and B queries'
     // selections) are made while the quotient and the H multiexp run, mostly on a device: made
     // after them, they left the device idle for 20-30 ms of a 2^20 proof (H200, ninth session).
-    // With the `gpu` feature they are made on the smaller pool that leaves the transfers' fill
-    // threads their cores.
+    // With the `gpu` feature they are made on the pool of the proof's CPU share, which leaves the
+    // transfers' fill threads their cores. They add about 100 bytes per constraint to the host
+    // memory of the quotient's time (three vectors of canonical scalars, at most).
+    let (priority, input_assignment, aux_assignment) =
+        (options.priority, &cs.input_assignment, &cs.aux_assignment);
+    let (a_density, b_input_density, b_aux_density) =
+        (&cs.a_aux_density, &cs.b_input_density, &cs.b_aux_density);
+    let prepare = move || {
+        beside_the_quotient(priority, || {
+            let inputs = scalar_reprs(input_assignment);
+            let aux = scalar_reprs(aux_assignment);
+            let a_scalars = a_density.select_after(&inputs, &aux);
+            let b_scalars = b_aux_density.select_after(&b_input_density.select(&inputs), &aux);
+            (inputs, aux, a_scalars, b_scalars)
+        })
+    };
     let (inputs, aux, a_scalars, b_scalars) = std::thread::scope(|scope| {
-        let scalars = scope.spawn(|| {
-            beside_the_quotient(|| {
-                let inputs = scalar_reprs(&cs.input_assignment);
-                let aux = scalar_reprs(&cs.aux_assignment);
-                let a_scalars = cs.a_aux_density.select_after(&inputs, &aux);
-                let b_scalars = cs
-                    .b_aux_density
-                    .select_after(&cs.b_input_density.select(&inputs), &aux);
-                (inputs, aux, a_scalars, b_scalars)
-            })
-        });
+        // Without a thread for it, they are made after the quotient, as before.
+        let beside = std::thread::Builder::new()
+            .name("groth16-scalars".into())
+            .spawn_scoped(scope, prepare)
+            .ok();
         match work.quotient_or_defer(cs.a, cs.b, cs.c)? {
             Quotient::Done(coefficients) => h = h_query(&mut work, coefficients)?,
             Quotient::Deferred(abc) => deferred = Some(abc),
         }
-        Ok::<_, SynthesisError>(
-            scalars
+        Ok::<_, SynthesisError>(match beside {
+            Some(thread) => thread
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-        )
+            None => prepare(),
+        })
     })?;
     // Freed on other threads: 32 MiB of scalars took milliseconds to hand back between two
     // multiexps (H200 host, tenth session), 512 MiB at 2^24 tens of milliseconds.
@@ -799,4 +827,27 @@ where
 {
     let (r, s) = blinding_factors(circuits.len(), rng);
     create_proof_batch_priority(circuits, params, r, s, priority)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Priority, ProveOptions, Work};
+    use crate::groth16::DEFAULT_STEPPED_QUOTIENT_FROM;
+
+    #[test]
+    fn only_a_low_proof_with_a_large_quotient_tries_it_in_steps_first() {
+        let stepped = |priority, n| {
+            let options = ProveOptions {
+                use_gpu: false,
+                ..ProveOptions::with_priority(priority)
+            };
+            Work::new(&options, n).stepped_first_try
+        };
+        let large = DEFAULT_STEPPED_QUOTIENT_FROM;
+        assert!(stepped(Priority::Low, large));
+        assert!(stepped(Priority::Low, 2 * large));
+        assert!(!stepped(Priority::Low, large / 2));
+        assert!(!stepped(Priority::Normal, large));
+        assert!(!stepped(Priority::High, 2 * large));
+    }
 }
