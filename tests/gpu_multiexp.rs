@@ -141,6 +141,26 @@ fn a_multiexp_in_many_launches_equals_cpu_and_stops_between_them() {
 }
 
 #[test]
+fn a_failed_upload_of_the_bases_is_a_device_error_and_frees_everything() {
+    let k = kernel();
+    let (bases, scalars) = inputs::<G1Projective>(3000, 43);
+    let reprs = scalar_reprs(&scalars);
+    k.inject_bases_upload_failures(true);
+    let result = k.multiexp_interruptible::<G1Affine>(&bases, &reprs, &|| false);
+    k.inject_bases_upload_failures(false);
+    // The sort on the other queue stops early, and the call reports the device error (which
+    // sends the work to the CPU and marks the device failed), not an interruption (which would
+    // hand the device to a higher priority and come back to it).
+    match result {
+        Err(GpuError::Ocl(message)) => assert!(message.contains("bases"), "{message}"),
+        other => panic!("expected the upload's error, got {other:?}"),
+    }
+    assert_eq!(k.live_device_bytes(), 0);
+    let cpu = multiexp::<G1Affine>(&bases, &reprs).unwrap();
+    assert_eq!(k.multiexp_g1(&bases, &reprs).unwrap(), cpu);
+}
+
+#[test]
 fn gpu_chunks_sum_to_the_whole() {
     let k = kernel();
     let (bases, scalars) = inputs::<G1Projective>(700, 9);

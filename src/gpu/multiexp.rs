@@ -288,6 +288,8 @@ pub struct MultiexpKernel {
     device: Device,
     /// Test hook: fail every multiexp as a lost device would.
     fail: AtomicBool,
+    /// Test hook: fail the upload of the bases (on the transfer queue's thread).
+    fail_bases_upload: AtomicBool,
     /// Test hook: bucket entries per `msm_segments` launch (0: the group's `LAUNCH_ENTRIES`).
     launch_entries: AtomicUsize,
     /// Launches of `msm_segments` so far (read by tests).
@@ -304,6 +306,7 @@ impl MultiexpKernel {
         let kernel = MultiexpKernel {
             device: device.clone(),
             fail: AtomicBool::new(false),
+            fail_bases_upload: AtomicBool::new(false),
             launch_entries: AtomicUsize::new(0),
             segment_launches: AtomicUsize::new(0),
             memory: DeviceMemory::default(),
@@ -353,6 +356,14 @@ impl MultiexpKernel {
     #[doc(hidden)]
     pub fn inject_failures(&self, on: bool) {
         self.fail.store(on, Ordering::Relaxed);
+    }
+
+    /// Makes the upload of the bases of every later multiexp on this kernel fail as a lost
+    /// device would (or stop failing), while the scalars and their sort go on the other queue:
+    /// to test that the call ends with that error, not as an interruption, and frees everything.
+    #[doc(hidden)]
+    pub fn inject_bases_upload_failures(&self, on: bool) {
+        self.fail_bases_upload.store(on, Ordering::Relaxed);
     }
 
     /// Sums at most `entries` bucket entries per launch (0: the default), so that a test on a
@@ -514,7 +525,13 @@ impl MultiexpKernel {
                 .name("gpu-upload".into())
                 .spawn_scoped(scope, || {
                     let began = std::time::Instant::now();
+                    let injected = self.fail_bases_upload.load(Ordering::Relaxed);
                     let result = built.with_transfer_staging(|staging| {
+                        if injected {
+                            return Err(GpuError::Ocl(
+                                "injected failure of the bases' upload".into(),
+                            ));
+                        }
                         staging.upload(
                             &built.transfer_queue,
                             &bases_buf,
