@@ -120,6 +120,18 @@ fn wait_for_holder(device: &str, priority: Priority) {
 
 /// A low prover of `long` on fake-0 and, 50 ms after it holds the device, a high one of `short`;
 /// their reports.
+/// Makes the fake devices' quotients take `ns` per value until the guard is dropped.
+fn slow_fake_quotients(ns: u64) -> impl Drop {
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            set_quotient_ns_per_value(0);
+        }
+    }
+    set_quotient_ns_per_value(ns);
+    Restore
+}
+
 fn low_then_high(long: &Setup, short: &Setup) -> (ProofReport, ProofReport) {
     std::thread::scope(|s| {
         let low = s.spawn(|| prove(long, &options(Priority::Low, Some("fake-0"))));
@@ -192,14 +204,7 @@ fn a_quotient_interrupted_on_the_device_is_put_off_and_done_there_later() {
     let (long, short) = long_and_short();
     // Quotients of 20 us per value: the low prover's 2^15 values take about 650 ms, so the high
     // prover asks while the low one is inside its quotient.
-    struct Restore;
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            set_quotient_ns_per_value(0);
-        }
-    }
-    let _restore = Restore;
-    set_quotient_ns_per_value(20_000);
+    let _slow = slow_fake_quotients(20_000);
     let (low, high) = low_then_high(long, short);
     assert!(high.fft_on_gpu && high.handover.is_some(), "{high:?}");
     assert!(!high.quotient_deferred, "{high:?}");
@@ -220,18 +225,11 @@ fn a_quotient_interrupted_on_the_device_is_put_off_and_done_there_later() {
 fn a_low_quotient_in_steps_from_its_first_try_keeps_them_when_interrupted() {
     let _g = setup("stepped");
     let (long, short) = long_and_short();
-    struct Restore;
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            set_quotient_ns_per_value(0);
-        }
-    }
-    let _restore = Restore;
     // A quotient of about 1.3 s on the fake device (40 us per value), in four steps of about
     // 330 ms here from the first try; the high prover asks about 650 ms in, inside the second
     // step, with a wide margin on either side (the first step is done at about 330 ms, the
     // whole quotient at about 1.3 s).
-    set_quotient_ns_per_value(40_000);
+    let _slow = slow_fake_quotients(40_000);
     let stepped = ProveOptions {
         stepped_quotient_from: 0,
         ..options(Priority::Low, Some("fake-0"))

@@ -587,18 +587,11 @@ impl MultiexpKernel {
             }
         })?;
         phases.mark(&q, "bases")?;
-        let Some(Sorted {
-            entries,
-            offsets_buf,
-            total,
-            segment,
-            levels,
-            tables,
-            launch_entries,
-        }) = sorted
-        else {
+        let Some(sorted) = sorted else {
             return Ok(G::Curve::identity());
         };
+        let (entries, offsets_buf) = (sorted.entries, sorted.offsets_buf);
+        let (total, segment) = (sorted.total, sorted.segment);
 
         // 3. Sum the buckets in segments of equal length, then fold the parts of the buckets that
         //    cross segments.
@@ -607,7 +600,7 @@ impl MultiexpKernel {
         let parts = TrackedBuffer::new(&q, 2 * segments * point_limbs, None, memory)?;
         // In launches of about `LAUNCH_ENTRIES` entries, each waited for (probing) before the
         // next: a whole 2^20-term G2 call's sums are one long kernel a request would wait out.
-        let per_launch = (launch_entries / segment).max(1);
+        let per_launch = (sorted.launch_entries / segment).max(1);
         for first in (0..segments).step_by(per_launch) {
             let end = first.saturating_add(per_launch).min(segments);
             check()?;
@@ -644,7 +637,7 @@ impl MultiexpKernel {
         )?;
         drop(offsets_buf);
         let mut input = parts;
-        for (level, (ranges, dest)) in levels.iter().zip(tables) {
+        for (level, (ranges, dest)) in sorted.levels.iter().zip(sorted.tables) {
             let jobs = level.dest.len();
             let output = if level.last {
                 None
