@@ -927,7 +927,7 @@ fn cpu_part<G: GpuCurve>(
 /// The pool of a CPU chunk of a prover at `priority`: the lowest level's on lower-priority
 /// threads, so that a higher prover's host work goes first; otherwise, with devices running
 /// beside it, the smaller pool that leaves their host threads free.
-fn cpu_pool(priority: Priority, beside_devices: bool) -> Pool {
+pub(crate) fn cpu_pool(priority: Priority, beside_devices: bool) -> Pool {
     if priority == Priority::ALL[0] {
         Pool::Background
     } else if beside_devices {

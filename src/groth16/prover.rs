@@ -470,20 +470,12 @@ impl Work {
     }
 }
 
-/// Runs `f`, the preparation of scalars beside a quotient: with the `gpu` feature on the pool the
-/// CPU's share of this proof's multiexps uses, the one that leaves a device worker and its fill
-/// threads their cores (or, at the lowest priority, the one at a lower scheduling priority);
-/// without, on the crate's pool.
+/// Runs `f`, the preparation of scalars beside a quotient: with the `gpu` feature on the pool of
+/// the CPU's share of this proof's multiexps beside running devices (`scheduler::cpu_pool`: the
+/// lower-priority one at the lowest level); without, on the crate's pool.
 fn beside_the_quotient<R: Send>(priority: Priority, f: impl FnOnce() -> R + Send) -> R {
     #[cfg(feature = "gpu")]
-    return multicore::install_on(
-        if priority == Priority::Low {
-            multicore::Pool::Background
-        } else {
-            multicore::Pool::BesideDevices
-        },
-        f,
-    );
+    return multicore::install_on(crate::gpu::scheduler::cpu_pool(priority, true), f);
     #[cfg(not(feature = "gpu"))]
     {
         let _ = priority;
