@@ -28,6 +28,9 @@ use std::sync::Arc;
 const LIMBS: usize = 8;
 /// Radix-2 rounds per launch at most (`FFT_MAX_DEG` in `cl/fft.cl`).
 const MAX_DEG: u32 = 8;
+/// Index bits on each side of a bit reversal's tile (`BR_BITS` in `cl/fft.cl`): its work-groups
+/// have `2^(2 REVERSAL_TILE_BITS)` items.
+const REVERSAL_TILE_BITS: u32 = 4;
 
 /// Writes the Montgomery limbs of `values` (blst's form with R = 2^256, which is the device's: a
 /// copy, no arithmetic) into `out`, flattened, and zeros after them. Serial: the staging memory
@@ -135,6 +138,8 @@ pub struct FftKernel {
     program: Arc<BuiltProgram>,
     /// Rounds per launch: limited by the device's work-group size (2^(deg - 1) items).
     max_deg: u32,
+    /// Whether the device's work-groups are large enough for the bit reversal by tiles.
+    tiled_reversal: bool,
     /// This kernel's device buffers.
     memory: DeviceMemory,
 }
@@ -147,6 +152,7 @@ impl FftKernel {
         Ok(FftKernel {
             program: build(device, &source::fft_source(), "")?,
             max_deg,
+            tiled_reversal: max_wg >= 1 << (2 * REVERSAL_TILE_BITS),
             memory: DeviceMemory::default(),
         })
     }
@@ -251,16 +257,20 @@ impl FftKernel {
         interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
         if let Some(g) = plan.before {
-            self.distribute_powers(data, log_n, g, interrupt)?;
+            let powers = self.coset_powers(g, Scalar::ONE, log_n, interrupt)?;
+            self.distribute_powers(data, log_n, &powers, interrupt)?;
         }
-        self.transform(data, log_n, omega, interrupt)?;
-        if let Some(c) = plan.scale {
-            self.scale(data, 1 << log_n, c, interrupt)?;
+        let twiddles = self.twiddles(omega, log_n, interrupt)?;
+        self.transform(data, log_n, twiddles.as_ref(), interrupt)?;
+        match (plan.scale, plan.after) {
+            // The scaling goes into the powers' table: one pass over the values, not two.
+            (c, Some(g)) => {
+                let powers = self.coset_powers(g, c.unwrap_or(Scalar::ONE), log_n, interrupt)?;
+                self.distribute_powers(data, log_n, &powers, interrupt)
+            }
+            (Some(c), None) => self.scale(data, 1 << log_n, c, interrupt),
+            (None, None) => Ok(()),
         }
-        if let Some(g) = plan.after {
-            self.distribute_powers(data, log_n, g, interrupt)?;
-        }
-        Ok(())
     }
 
     /// The coefficients of `H = (A B - C) / Z`, where `a`, `b`, `c` are the evaluations of `A`,
@@ -367,6 +377,12 @@ impl FftKernel {
 
         let q = &self.program.queue;
         let mut phases = PhaseTimer::start();
+        // The tables of the seven transforms and four coset shifts, made once (the scaling by
+        // 1 / n goes into the shifts' tables).
+        let forward = self.twiddles(omega, log_n, interrupt)?;
+        let inverse = self.twiddles(omega_inv, log_n, interrupt)?;
+        let to_coset = self.coset_powers(g, n_inv, log_n, interrupt)?;
+        let from_coset = self.coset_powers(g_inv, n_inv, log_n, interrupt)?;
         // The inputs go up one after another on the transfer queue, from a thread of their own,
         // while the device moves the earlier ones to the coset: the bus and the device work at
         // once. Each is waited for before the first kernel that reads it. (Uploaded all at once
@@ -396,13 +412,9 @@ impl FftKernel {
                     phases.mark(q, "upload")?;
                     if !on_coset {
                         // Interpolate, then shift to the coset: the next transform evaluates there.
-                        let to_coset = Plan {
-                            before: None,
-                            scale: Some(n_inv),
-                            after: Some(g),
-                        };
-                        self.apply(&data, log_n, omega_inv, to_coset, interrupt)?;
-                        self.transform(&data, log_n, omega, interrupt)?;
+                        self.transform(&data, log_n, inverse.as_ref(), interrupt)?;
+                        self.distribute_powers(&data, log_n, &to_coset, interrupt)?;
+                        self.transform(&data, log_n, forward.as_ref(), interrupt)?;
                         phases.mark(q, "to the coset")?;
                         if let Some(keep) = keep.as_mut() {
                             let mut out = Vec::with_capacity(n);
@@ -427,12 +439,8 @@ impl FftKernel {
                 let h = device.swap_remove(0);
                 drop(device);
                 check()?;
-                let from_coset = Plan {
-                    before: None,
-                    scale: Some(n_inv),
-                    after: Some(g_inv),
-                };
-                self.apply(&h, log_n, omega_inv, from_coset, interrupt)?;
+                self.transform(&h, log_n, inverse.as_ref(), interrupt)?;
+                self.distribute_powers(&h, log_n, &from_coset, interrupt)?;
                 phases.mark(q, "combined and back")?;
                 // Filled a slot at a time by the download, between its probes: at 2^24 the 512 MiB
                 // zeroed in one go was a long stretch without one.
@@ -473,9 +481,18 @@ impl FftKernel {
         for _ in 0..reps.max(1) {
             self.program.queue.finish()?;
             let t = std::time::Instant::now();
-            self.transform(&data, log_n, omega, &|| false)?;
+            let twiddles = self.twiddles(omega, log_n, &|| false)?;
+            self.transform(&data, log_n, twiddles.as_ref(), &|| false)?;
             self.program.queue.finish()?;
             best = best.min(t.elapsed().as_secs_f64());
+        }
+        // Once more with each launch timed, for the debug log.
+        let mut phases = PhaseTimer::start();
+        let twiddles = self.twiddles(omega, log_n, &|| false)?;
+        phases.mark(&self.program.queue, "tables")?;
+        self.transform_timed(&data, log_n, twiddles.as_ref(), &|| false, &mut phases)?;
+        if let Some(steps) = phases.summary() {
+            log::debug!("gpu: transform of 2^{log_n} values: {steps}");
         }
         Ok(best)
     }
@@ -581,25 +598,30 @@ impl FftKernel {
         })
     }
 
-    /// `x^e` for `e < 2^bits` as split tables on the device.
+    /// `c x^e` for `e < 2^bits` as split tables on the device (the factor `c` in the low table).
     fn power_table(
         &self,
         x: Scalar,
+        c: Scalar,
         bits: u32,
         interrupt: &dyn Fn() -> bool,
     ) -> Result<PowerTable<'_>, GpuError> {
         let lo_bits = bits.div_ceil(2);
-        let powers = |base: Scalar, count: usize| {
+        let powers = |first: Scalar, base: Scalar, count: usize| {
             let mut v = Vec::with_capacity(count);
-            let mut p = Scalar::ONE;
+            let mut p = first;
             for _ in 0..count {
                 v.push(p);
                 p *= base;
             }
             v
         };
-        let lo = powers(x, 1 << lo_bits);
-        let hi = powers(x.pow_vartime([1u64 << lo_bits]), 1 << (bits - lo_bits));
+        let lo = powers(c, x, 1 << lo_bits);
+        let hi = powers(
+            Scalar::ONE,
+            x.pow_vartime([1u64 << lo_bits]),
+            1 << (bits - lo_bits),
+        );
         Ok(PowerTable {
             lo: self.upload(&lo, lo.len(), interrupt)?,
             hi: self.upload(&hi, hi.len(), interrupt)?,
@@ -607,25 +629,67 @@ impl FftKernel {
         })
     }
 
-    /// The transform in place, for a domain generated by `omega`, without scaling.
+    /// The twiddles `omega^e`, `e < n / 2`, of a transform of `n = 2^log_n` values (none when
+    /// `n = 1`).
+    fn twiddles(
+        &self,
+        omega: Scalar,
+        log_n: u32,
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<Option<PowerTable<'_>>, GpuError> {
+        if log_n == 0 {
+            return Ok(None);
+        }
+        self.power_table(omega, Scalar::ONE, log_n - 1, interrupt)
+            .map(Some)
+    }
+
+    /// `c g^i` for `i < 2^log_n`: the table of a shift to (or from) the coset `g * domain`,
+    /// with a scaling folded in.
+    fn coset_powers(
+        &self,
+        g: Scalar,
+        c: Scalar,
+        log_n: u32,
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<PowerTable<'_>, GpuError> {
+        self.power_table(g, c, log_n, interrupt)
+    }
+
+    /// The transform in place with the `twiddles` of its domain, without scaling.
     fn transform(
         &self,
         data: &DeviceValues,
         log_n: u32,
-        omega: Scalar,
+        twiddles: Option<&PowerTable>,
         interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
-        if log_n == 0 {
+        let mut untimed = PhaseTimer::off();
+        self.transform_timed(data, log_n, twiddles, interrupt, &mut untimed)
+    }
+
+    /// [`FftKernel::transform`] marking each launch in `phases`.
+    fn transform_timed(
+        &self,
+        data: &DeviceValues,
+        log_n: u32,
+        twiddles: Option<&PowerTable>,
+        interrupt: &dyn Fn() -> bool,
+        phases: &mut PhaseTimer,
+    ) -> Result<(), GpuError> {
+        let Some(twiddles) = twiddles else {
             return Ok(());
-        }
+        };
         let n = 1usize << log_n;
-        let kernel = self
-            .kernel("Fr_bit_reverse", n, None)?
-            .arg(&**data)
-            .arg(log_n)
-            .build()?;
+        let mut kernel = if self.tiled_reversal && log_n >= 2 * REVERSAL_TILE_BITS {
+            let tile = 1 << (2 * REVERSAL_TILE_BITS);
+            self.kernel("Fr_bit_reverse_tiles", n, Some(tile))?
+        } else {
+            self.kernel("Fr_bit_reverse", n, None)?
+        };
+        let kernel = kernel.arg(&**data).arg(log_n).build()?;
         self.launch(&kernel, interrupt)?;
-        let twiddles = self.power_table(omega, log_n - 1, interrupt)?;
+        phases.mark(&self.program.queue, "bit reversal")?;
         let mut first = 0;
         while first < log_n {
             let deg = self.max_deg.min(log_n - first);
@@ -640,6 +704,7 @@ impl FftKernel {
                 .arg(deg)
                 .build()?;
             self.launch(&kernel, interrupt)?;
+            phases.mark(&self.program.queue, "rounds")?;
             first += deg;
         }
         Ok(())
@@ -662,16 +727,15 @@ impl FftKernel {
         self.launch(&kernel, interrupt)
     }
 
-    /// `a[i] *= g^i`.
+    /// `a[i] *= table[i]`, for a table of `c g^i` ([`FftKernel::coset_powers`]).
     fn distribute_powers(
         &self,
         data: &DeviceValues,
         log_n: u32,
-        g: Scalar,
+        table: &PowerTable,
         interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
         let n = 1usize << log_n;
-        let table = self.power_table(g, log_n, interrupt)?;
         let kernel = self
             .kernel("Fr_distribute_powers", n, None)?
             .arg(&**data)
