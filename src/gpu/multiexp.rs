@@ -160,6 +160,10 @@ const SUM_PASS: usize = 16;
 /// work-item; the kernels bounds-check their index, so the global size is rounded up instead.
 const WORK_GROUP: usize = 64;
 
+/// Buckets per block of the device's prefix sums (`SCAN_BLOCK` in `cl/multiexp.cl`); the scan of
+/// the blocks' sums is one work-group of `WORK_GROUP` items (`SCAN_ITEMS` there).
+const SCAN_BLOCK: usize = 64;
+
 impl Plan {
     /// The plan for `n` terms: the window width that minimises bucket additions (`n` per window)
     /// plus bucket weighing (about three additions per bucket), between 4 and 16 bits.
@@ -227,15 +231,22 @@ struct FoldLevel {
 /// there took 5-10 ms of a 2^20-term call (16-bit windows, 2^19 buckets) before any sum began.
 const DIRECT_CROSSINGS: usize = 16;
 
-/// The passes that finish the long buckets `msm_segments` and `msm_fold_direct` left (those that
-/// cross more than `DIRECT_CROSSINGS` segment borders): each one's parts (a range of the
-/// interleaved heads and tails) are added `FOLD` at a time until one point is left, which the
-/// last pass writes to the bucket. `offsets` are the buckets' entry offsets (one more than the
-/// buckets); `segment` is a power of two.
-fn fold_levels(offsets: &[u32], segment: usize) -> Vec<FoldLevel> {
+/// A bucket that crosses more than `DIRECT_CROSSINGS` segment borders, as `msm_long_buckets`
+/// lists it: its parts are `first_part..end_part` of the interleaved heads and tails (its first
+/// segment's tail, then the heads of the segments after).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct LongBucket {
+    bucket: u32,
+    first_part: u32,
+    end_part: u32,
+}
+
+/// The buckets of `offsets` (one more than the buckets) that need planned folds with segments of
+/// `segment` entries (a power of two): the host's model of `msm_long_buckets`.
+#[cfg(test)]
+fn long_buckets(offsets: &[u32], segment: usize) -> Vec<LongBucket> {
     let shift = segment.trailing_zeros();
-    // (bucket, range of its points in this pass's input)
-    let mut spans = Vec::new();
+    let mut long = Vec::new();
     for (k, w) in offsets.windows(2).enumerate() {
         let (a, e) = (w[0], w[1]);
         if a == e {
@@ -243,9 +254,32 @@ fn fold_levels(offsets: &[u32], segment: usize) -> Vec<FoldLevel> {
         }
         let (first, last) = (a >> shift, (e - 1) >> shift);
         if (last - first) as usize > DIRECT_CROSSINGS {
-            spans.push((k as u32, 2 * first + 1, 2 * last + 1));
+            long.push(LongBucket {
+                bucket: k as u32,
+                first_part: 2 * first + 1,
+                end_part: 2 * last + 1,
+            });
         }
     }
+    long
+}
+
+/// The most buckets `msm_long_buckets` can list for `total` entries in segments of `segment`:
+/// each crosses more than `DIRECT_CROSSINGS` borders, so it holds more than
+/// `(DIRECT_CROSSINGS - 1) * segment` entries.
+fn long_bucket_capacity(total: usize, segment: usize) -> usize {
+    total / ((DIRECT_CROSSINGS - 1) * segment) + 1
+}
+
+/// The passes that finish the `long` buckets (in bucket order) that `msm_segments` and
+/// `msm_fold_direct` left: each one's parts are added `FOLD` at a time until one point is left,
+/// which the last pass writes to the bucket.
+fn fold_levels(long: &[LongBucket]) -> Vec<FoldLevel> {
+    // (bucket, range of its points in this pass's input)
+    let mut spans: Vec<(u32, u32, u32)> = long
+        .iter()
+        .map(|b| (b.bucket, b.first_part, b.end_part))
+        .collect();
     let mut levels = Vec::new();
     while !spans.is_empty() {
         let last = spans.iter().all(|&(_, s, e)| (e - s) as usize <= FOLD);
@@ -793,7 +827,13 @@ impl MultiexpKernel {
             Ok(buffer)
         };
 
-        // 1. Count the terms of each bucket; the host turns counts into offsets.
+        // 1. Count the terms of each bucket, and turn the counts into offsets. The device sums
+        // them in 32-bit words; this many entries could not wrap.
+        if n as u64 * plan.windows as u64 >= 1 << 32 {
+            return Err(GpuError::InvalidInput(format!(
+                "{n} terms make too many bucket entries for one launch"
+            )));
+        }
         let cursor = TrackedBuffer::new(q, bucket_count, None, memory)?;
         cursor.cmd().fill(0, None).enq()?;
         check()?;
@@ -806,38 +846,44 @@ impl MultiexpKernel {
                 .arg(plan.windows as u32)
                 .build()?,
         )?;
-        let mut counts = vec![0u32; bucket_count];
-        built.with_staging(|staging| {
-            staging.download(
-                q,
-                &cursor,
-                bucket_count,
-                1,
-                &mut |start, values| {
-                    counts[start..start + values.len()].copy_from_slice(values);
-                    Ok(())
-                },
-                interrupt,
-            )
-        })?;
-        let mut offsets = Vec::with_capacity(bucket_count + 1);
-        let mut total = 0u64;
-        offsets.push(0u32);
-        for count in &counts {
-            total += *count as u64;
-            offsets.push(total as u32);
-        }
+        // The offsets are summed on the device; only their total and the few long buckets come
+        // back (see `cl/multiexp.cl`).
+        let blocks = bucket_count.div_ceil(SCAN_BLOCK);
+        let sums = TrackedBuffer::new(q, blocks, None, memory)?;
+        let offsets_buf = TrackedBuffer::new(q, bucket_count + 1, None, memory)?;
+        launch(
+            &kernel("msm_block_sums", blocks)
+                .arg(&*cursor)
+                .arg(&*sums)
+                .arg(bucket_count as u32)
+                .build()?,
+        )?;
+        launch(
+            &kernel("msm_scan_sums", WORK_GROUP)
+                .arg(&*sums)
+                .arg(blocks as u32)
+                .arg(&*offsets_buf)
+                .arg(bucket_count as u32)
+                .build()?,
+        )?;
+        launch(
+            &kernel("msm_block_offsets", blocks)
+                .arg(&*cursor)
+                .arg(&*sums)
+                .arg(&*offsets_buf)
+                .arg(bucket_count as u32)
+                .build()?,
+        )?;
+        let total = read_u32s(q, &offsets_buf, bucket_count, 1)?[0] as usize;
         if total >= 1 << 31 {
             return Err(GpuError::InvalidInput(format!(
                 "{n} terms make too many bucket entries for one launch"
             )));
         }
-        let total = total as usize;
         if total == 0 {
             return Ok(None);
         }
-        let offsets_buf = upload_u32(&offsets)?;
-        offsets_buf.copy(&*cursor, None, Some(bucket_count)).enq()?;
+        drop(sums);
         // The fold passes' tables go up now, while the queue is nearly empty: uploaded after the
         // segments' launch, each would wait for that kernel.
         let launch_entries = match self.launch_entries.load(Ordering::Relaxed) {
@@ -846,7 +892,8 @@ impl MultiexpKernel {
             limit => limit,
         };
         let segment = Plan::segment(total, launch_entries, G::LAUNCH_SEGMENTS);
-        let levels = fold_levels(&offsets, segment);
+        let long = self.long_buckets::<G>(built, &offsets_buf, bucket_count, total, segment)?;
+        let levels = fold_levels(&long);
         let tables = levels
             .iter()
             .map(|level| Ok((upload_u32(&level.ranges)?, upload_u32(&level.dest)?)))
@@ -878,6 +925,65 @@ impl MultiexpKernel {
             launch_entries,
         }))
     }
+
+    /// The buckets of a sorted call that need planned folds ([`LongBucket`]), listed on the
+    /// device from its `offsets` and read back in bucket order.
+    fn long_buckets<G: GpuCurve>(
+        &self,
+        built: &BuiltProgram,
+        offsets: &TrackedBuffer,
+        bucket_count: usize,
+        total: usize,
+        segment: usize,
+    ) -> Result<Vec<LongBucket>, GpuError> {
+        let q = &built.queue;
+        let capacity = long_bucket_capacity(total, segment);
+        let count = TrackedBuffer::new(q, 1, Some(&[0]), &self.memory)?;
+        let list = TrackedBuffer::new(q, 3 * capacity, None, &self.memory)?;
+        launch(
+            &kernel_builder::<G>(built, "msm_long_buckets", bucket_count)
+                .arg(&**offsets)
+                .arg(bucket_count as u32)
+                .arg(segment.trailing_zeros())
+                .arg(DIRECT_CROSSINGS as u32)
+                .arg(&*count)
+                .arg(&*list)
+                .arg(capacity as u32)
+                .build()?,
+        )?;
+        let found = read_u32s(q, &count, 0, 1)?[0] as usize;
+        if found > capacity {
+            return Err(GpuError::WrongResult(format!(
+                "{found} long buckets listed, at most {capacity} possible"
+            )));
+        }
+        if found == 0 {
+            return Ok(Vec::new());
+        }
+        let mut long: Vec<LongBucket> = read_u32s(q, &list, 0, 3 * found)?
+            .chunks_exact(3)
+            .map(|b| LongBucket {
+                bucket: b[0],
+                first_part: b[1],
+                end_part: b[2],
+            })
+            .collect();
+        long.sort_unstable();
+        Ok(long)
+    }
+}
+
+/// `len` values of `buffer` from `offset`, read straight into ordinary memory: for a few words
+/// (a total, a short list), where the staging memory's two steps would cost more than they save.
+fn read_u32s(
+    queue: &ocl::Queue,
+    buffer: &ocl::Buffer<u32>,
+    offset: usize,
+    len: usize,
+) -> Result<Vec<u32>, GpuError> {
+    let mut out = vec![0u32; len];
+    buffer.read(&mut out).queue(queue).offset(offset).enq()?;
+    Ok(out)
 }
 
 /// The terms of one call sorted by bucket on the device ([`MultiexpKernel::sort_on_device`]).
@@ -1044,7 +1150,7 @@ fn launch(kernel: &ocl::Kernel) -> Result<(), GpuError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{fold_levels, Plan, DIRECT_CROSSINGS, FOLD};
+    use super::{fold_levels, long_buckets, Plan, DIRECT_CROSSINGS, FOLD};
 
     /// `msm_segments` then the fold passes, on integers: entry `j` is worth `j + 1`, and every
     /// bucket must end as the sum of its entries, with no pass adding more than `FOLD` points
@@ -1118,7 +1224,7 @@ mod tests {
                 sums[k] = Some(parts[2 * first + 1] + heads);
             }
         }
-        let levels = fold_levels(&offsets, segment);
+        let levels = fold_levels(&long_buckets(&offsets, segment));
         let mut input = parts;
         for (i, level) in levels.iter().enumerate() {
             assert_eq!(level.last, i + 1 == levels.len());

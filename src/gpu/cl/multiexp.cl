@@ -2,7 +2,9 @@
 // Bucket k = w * B + b (B = 2^(c-1)) of window w holds the terms whose digit in w is +-(b + 1).
 // The host drives six steps (src/gpu/multiexp.rs):
 //   count     counts[k] = terms in bucket k (atomics);
-//   (host)    offsets = exclusive prefix sums of counts, cursor = a copy;
+//   offsets   offsets = exclusive prefix sums of counts (and their total), cursor = a copy, in
+//             three small launches; then the few buckets long enough to need planned folds are
+//             listed for the host (msm_long_buckets);
 //   scatter   entries[offsets[k]..offsets[k + 1]] = the terms of bucket k (index | sign << 31);
 //   segments  the entries cut into equal segments, one work-item each: a bucket that lies inside
 //             one segment is summed there; the parts of a bucket that crosses segment borders go
@@ -58,6 +60,94 @@ __kernel void PT(msm_count)(__global const uint *scalars, __global uint *counts,
     for (uint w = 0; w < windows; w++) {
         int d = PT(signed_digit)(s, w, c);
         if (d != 0) atomic_inc(&counts[w * buckets + abs(d) - 1]);
+    }
+}
+
+// The offsets in three launches (a downloaded count table, summed on the host and uploaded again,
+// took 2.6-2.9 ms of a 2^20-term call on the H200, with the device idle):
+//   msm_block_sums     sums[b] = the counts of block b (SCAN_BLOCK buckets);
+//   msm_scan_sums      one work-group turns the sums into exclusive prefix sums and writes the
+//                      total after the last offset;
+//   msm_block_offsets  offsets[k] = cursor[k] = the block's prefix + the counts before k in it.
+// `counts` is `cursor` itself: each work-item reads a count before it overwrites it.
+#define SCAN_BLOCK 64
+
+__kernel void PT(msm_block_sums)(__global const uint *counts, __global uint *sums, uint buckets) {
+    uint b = get_global_id(0);
+    uint start = b * SCAN_BLOCK;
+    if (start >= buckets) return;
+    uint end = min(start + SCAN_BLOCK, buckets);
+    uint sum = 0;
+    for (uint k = start; k < end; k++) sum += counts[k];
+    sums[b] = sum;
+}
+
+// Launched as one work-group of SCAN_ITEMS items (a power of two); each item scans a run of the
+// block sums, and the runs' totals are scanned in local memory (Hillis and Steele).
+#define SCAN_ITEMS 64
+
+__kernel void PT(msm_scan_sums)(__global uint *sums, uint blocks, __global uint *offsets,
+                                uint buckets) {
+    __local uint part[SCAN_ITEMS];
+    uint lid = get_local_id(0);
+    uint per = (blocks + SCAN_ITEMS - 1) / SCAN_ITEMS;
+    uint start = min(lid * per, blocks);
+    uint end = min(start + per, blocks);
+    uint own = 0;
+    for (uint k = start; k < end; k++) own += sums[k];
+    part[lid] = own;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint d = 1; d < SCAN_ITEMS; d <<= 1) {
+        uint before = lid >= d ? part[lid - d] : 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        part[lid] += before;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    uint run = part[lid] - own;
+    for (uint k = start; k < end; k++) {
+        uint count = sums[k];
+        sums[k] = run;
+        run += count;
+    }
+    if (lid == SCAN_ITEMS - 1) offsets[buckets] = part[lid];
+}
+
+__kernel void PT(msm_block_offsets)(__global uint *cursor, __global const uint *sums,
+                                    __global uint *offsets, uint buckets) {
+    uint b = get_global_id(0);
+    uint start = b * SCAN_BLOCK;
+    if (start >= buckets) return;
+    uint end = min(start + SCAN_BLOCK, buckets);
+    uint run = sums[b];
+    for (uint k = start; k < end; k++) {
+        uint count = cursor[k];
+        offsets[k] = run;
+        cursor[k] = run;
+        run += count;
+    }
+}
+
+// The buckets whose entries cross more than `crossings` segment borders (2^shift entries a
+// segment): msm_fold_direct leaves them to passes the host plans. Each is listed as (bucket, its
+// first part, its end part) in the interleaved heads and tails, at a place taken from `count`;
+// `capacity` bounds the list (the host sizes it so that it cannot fill, and checks).
+__kernel void PT(msm_long_buckets)(__global const uint *offsets, uint buckets, uint shift,
+                                   uint crossings, __global uint *count, __global uint *list,
+                                   uint capacity) {
+    uint k = get_global_id(0);
+    if (k >= buckets) return;
+    uint a = offsets[k];
+    uint e = offsets[k + 1];
+    if (a == e) return;
+    uint first = a >> shift;
+    uint last = (e - 1) >> shift;
+    if (last - first > crossings) {
+        uint at = atomic_inc(count);
+        if (at < capacity) {
+            list[3 * at] = k;
+            list[3 * at + 1] = 2 * first + 1;
+            list[3 * at + 2] = 2 * last + 1;
+        }
     }
 }
 
