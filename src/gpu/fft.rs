@@ -2,11 +2,10 @@
 //! conventions, so either can do any step of the prover, and the prover's whole quotient
 //! `H = (A B - C) / Z` with the data kept on the device between its seven transforms.
 //!
-//! Each launch runs up to eight radix-2 rounds on 256-value groups in local memory (see
-//! `cl/fft.cl`); twiddles and coset powers come from two tables of about `sqrt(n)` values each,
-//! computed on the host. Values cross to the device in Montgomery form, converted on the host with
-//! one multiplication each (blstrs keeps its limbs private, and this layer does without
-//! reinterpreting them).
+//! A transform is a bit reversal, then launches of up to eight radix-2 rounds on 256-value groups
+//! in local memory (see `cl/fft.cl`); twiddles and coset powers come from two tables of about
+//! `sqrt(n)` values each, computed on the host (once per quotient, not per transform). Values
+//! cross to the device in Montgomery form, as blst's limbs: a copy, no arithmetic.
 
 use super::buffer::{
     below, receive_interruptible, wait_interruptible, write_limbs, DeviceMemory, PhaseTimer,
@@ -377,12 +376,6 @@ impl FftKernel {
 
         let q = &self.program.queue;
         let mut phases = PhaseTimer::start();
-        // The tables of the seven transforms and four coset shifts, made once (the scaling by
-        // 1 / n goes into the shifts' tables).
-        let forward = self.twiddles(omega, log_n, interrupt)?;
-        let inverse = self.twiddles(omega_inv, log_n, interrupt)?;
-        let to_coset = self.coset_powers(g, n_inv, log_n, interrupt)?;
-        let from_coset = self.coset_powers(g_inv, n_inv, log_n, interrupt)?;
         // The inputs go up one after another on the transfer queue, from a thread of their own,
         // while the device moves the earlier ones to the coset: the bus and the device work at
         // once. Each is waited for before the first kernel that reads it. (Uploaded all at once
@@ -405,6 +398,12 @@ impl FftKernel {
                 })
                 .map_err(|e| GpuError::Ocl(format!("cannot start the upload thread: {e}")))?;
             let result = (|| {
+                // The tables of the seven transforms and the four shifts, made once (the scaling
+                // by 1 / n goes into the shifts' tables), while the first input goes up.
+                let forward = self.twiddles(omega, log_n, interrupt)?;
+                let inverse = self.twiddles(omega_inv, log_n, interrupt)?;
+                let to_coset = self.coset_powers(g, n_inv, log_n, interrupt)?;
+                let from_coset = self.coset_powers(g_inv, n_inv, log_n, interrupt)?;
                 let mut device = Vec::with_capacity(3);
                 for (i, &(_, on_coset)) in inputs.iter().enumerate() {
                     check()?;
