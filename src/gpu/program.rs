@@ -45,12 +45,14 @@ pub fn device_options(device: &Device) -> String {
     }
 }
 
-/// A program built for one device, with the context and queue to run it.
+/// A program built for one device, with the context and queues to run it. The context, the
+/// queues and their staging memory belong to the device and are shared by all its programs
+/// ([`DeviceContext`]): the handles here are the same objects.
 #[derive(Debug)]
 pub struct BuiltProgram {
     /// The OpenCL context of the device.
     pub context: ocl::Context,
-    /// An in-order queue on the device.
+    /// The device's in-order queue.
     pub queue: ocl::Queue,
     /// A second in-order queue, for uploads that go on the bus while `queue` runs kernels (the
     /// multiexp's bases during its count and sort, the quotient's inputs during the transforms
@@ -61,37 +63,76 @@ pub struct BuiltProgram {
     pub program: ocl::Program,
     /// Whether it came from the disk cache.
     pub from_disk_cache: bool,
-    /// Pinned host memory for transfers in this context, made at the first transfer and kept
-    /// (64 MiB) while the program is cached.
+    /// What it shares with the device's other programs.
+    shared: Arc<DeviceContext>,
+}
+
+/// What the programs of one device share, made at the first build for it and kept for the
+/// process: the OpenCL context, the two queues, and the pinned staging memory of each (64 MiB,
+/// made at its first transfer). One per device rather than per program: with a context and two
+/// stagings per program, the three programs (FFT, G1, G2) held 384 MiB of pinned memory and
+/// three contexts, and a 2^20 proof's peak host memory was 2.6x the parameter file on the H200.
+/// The programs of a device never run at once within a proof (one worker per held device, the
+/// quotient and the multiexps one after another); where callers do share a device, the staging
+/// serves one at a time and the in-order queues keep each caller's commands in order.
+#[derive(Debug)]
+struct DeviceContext {
+    context: ocl::Context,
+    queue: ocl::Queue,
+    transfer_queue: ocl::Queue,
     staging: Mutex<Option<Staging>>,
-    /// The same for `transfer_queue`, made at its first use.
     transfer_staging: Mutex<Option<Staging>>,
 }
 
-impl BuiltProgram {
-    fn new(
-        context: ocl::Context,
-        device: &Device,
-        program: ocl::Program,
-        from_disk_cache: bool,
-    ) -> Result<Self, GpuError> {
-        Ok(BuiltProgram {
+impl DeviceContext {
+    fn new(device: &Device) -> Result<Self, GpuError> {
+        let context = ocl::Context::builder()
+            .platform(device.platform)
+            .devices(device.device)
+            .build()?;
+        Ok(DeviceContext {
             queue: ocl::Queue::new(&context, device.device, None)?,
             transfer_queue: ocl::Queue::new(&context, device.device, None)?,
             context,
-            program,
-            from_disk_cache,
             staging: Mutex::new(None),
             transfer_staging: Mutex::new(None),
         })
     }
+}
 
-    /// Runs `f` with this context's staging memory for `queue`, one caller at a time.
+/// The shared context of `device` ([`DeviceContext`]), made at the first call.
+fn device_context(device: &Device) -> Result<Arc<DeviceContext>, GpuError> {
+    static CONTEXTS: OnceLock<Mutex<HashMap<String, Arc<DeviceContext>>>> = OnceLock::new();
+    let mut contexts = CONTEXTS
+        .get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .map_err(|_| GpuError::Ocl("device context cache lock poisoned".into()))?;
+    if let Some(shared) = contexts.get(&device.id) {
+        return Ok(shared.clone());
+    }
+    let shared = Arc::new(DeviceContext::new(device)?);
+    contexts.insert(device.id.clone(), shared.clone());
+    Ok(shared)
+}
+
+impl BuiltProgram {
+    fn new(shared: Arc<DeviceContext>, program: ocl::Program, from_disk_cache: bool) -> Self {
+        BuiltProgram {
+            context: shared.context.clone(),
+            queue: shared.queue.clone(),
+            transfer_queue: shared.transfer_queue.clone(),
+            program,
+            from_disk_cache,
+            shared,
+        }
+    }
+
+    /// Runs `f` with the device's staging memory for `queue`, one caller at a time.
     pub(crate) fn with_staging<R>(
         &self,
         f: impl FnOnce(&mut Staging) -> Result<R, GpuError>,
     ) -> Result<R, GpuError> {
-        staged(&self.staging, &self.queue, f)
+        staged(&self.shared.staging, &self.queue, f)
     }
 
     /// Runs `f` with the staging memory for `transfer_queue`, one caller at a time.
@@ -99,7 +140,7 @@ impl BuiltProgram {
         &self,
         f: impl FnOnce(&mut Staging) -> Result<R, GpuError>,
     ) -> Result<R, GpuError> {
-        staged(&self.transfer_staging, &self.transfer_queue, f)
+        staged(&self.shared.transfer_staging, &self.transfer_queue, f)
     }
 }
 
@@ -152,8 +193,8 @@ fn key_of(parts: &[&str]) -> String {
     format!("{:016x}{:016x}", lanes[0], lanes[1])
 }
 
-/// Drops the in-memory builds, as a new process would start; the next [`build`] of the same
-/// source loads the binary from the disk cache.
+/// Drops the in-memory builds, as a new process would start (the devices' contexts stay); the
+/// next [`build`] of the same source loads the binary from the disk cache.
 pub fn clear_memory_cache() {
     if let Ok(mut cache) = memory_cache().lock() {
         cache.clear();
@@ -197,10 +238,8 @@ fn build_uncached(
     key: &str,
 ) -> Result<BuiltProgram, GpuError> {
     let start = Instant::now();
-    let context = ocl::Context::builder()
-        .platform(device.platform)
-        .devices(device.device)
-        .build()?;
+    let shared = device_context(device)?;
+    let context = &shared.context;
     let path = cache_dir().join(format!("{key}.bin"));
 
     if let Ok(binary) = std::fs::read(&path) {
@@ -209,7 +248,7 @@ fn build_uncached(
             .binaries(&bins)
             .devices(device.device)
             .cmplr_opt(options)
-            .build(&context)
+            .build(context)
         {
             Ok(program) => {
                 log::info!(
@@ -218,7 +257,7 @@ fn build_uncached(
                     path.display(),
                     start.elapsed()
                 );
-                return BuiltProgram::new(context, device, program, true);
+                return Ok(BuiltProgram::new(shared, program, true));
             }
             Err(e) => log::warn!(
                 "gpu: ignoring unusable cached program {}: {e}",
@@ -239,7 +278,7 @@ fn build_uncached(
                     .src(source)
                     .devices(device.device)
                     .cmplr_opt(options)
-                    .build(&context)
+                    .build(context)
                     .map_err(|e| e.to_string())
             })
             .map_err(|e| format!("cannot start the build thread: {e}"))?
@@ -271,7 +310,7 @@ fn build_uncached(
             path.display()
         );
     }
-    BuiltProgram::new(context, device, program, false)
+    Ok(BuiltProgram::new(shared, program, false))
 }
 
 /// Writes the program's binary atomically (temporary file, then rename).
