@@ -47,7 +47,7 @@ pub fn device_options(device: &Device) -> String {
 
 /// A program built for one device, with the context and queues to run it. The context, the
 /// queues and their staging memory belong to the device and are shared by all its programs
-/// ([`DeviceContext`]): the handles here are the same objects.
+/// (`DeviceContext`): the handles here are the same objects.
 #[derive(Debug)]
 pub struct BuiltProgram {
     /// The OpenCL context of the device.
