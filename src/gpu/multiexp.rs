@@ -265,10 +265,11 @@ fn long_buckets(offsets: &[u32], segment: usize) -> Vec<LongBucket> {
 }
 
 /// The most buckets `msm_long_buckets` can list for `total` entries in segments of `segment`:
-/// each crosses more than `DIRECT_CROSSINGS` borders, so it holds more than
-/// `(DIRECT_CROSSINGS - 1) * segment` entries.
+/// each crosses more than `DIRECT_CROSSINGS` borders, so it holds at least
+/// `DIRECT_CROSSINGS * segment + 2` entries (from the last entry of one segment to the first of
+/// the `DIRECT_CROSSINGS + 1`-th after).
 fn long_bucket_capacity(total: usize, segment: usize) -> usize {
-    total / ((DIRECT_CROSSINGS - 1) * segment) + 1
+    total / (DIRECT_CROSSINGS * segment) + 1
 }
 
 /// The passes that finish the `long` buckets (in bucket order) that `msm_segments` and
@@ -1150,17 +1151,13 @@ fn launch(kernel: &ocl::Kernel) -> Result<(), GpuError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{fold_levels, long_buckets, Plan, DIRECT_CROSSINGS, FOLD};
+    use super::{fold_levels, long_bucket_capacity, long_buckets, Plan, DIRECT_CROSSINGS, FOLD};
 
     /// `msm_segments` then the fold passes, on integers: entry `j` is worth `j + 1`, and every
     /// bucket must end as the sum of its entries, with no pass adding more than `FOLD` points
     /// and no range or destination outside its buffer.
     fn fold_on_integers(counts: &[u32], segment: usize) -> usize {
-        let mut offsets = vec![0u32];
-        for c in counts {
-            offsets.push(offsets.last().unwrap() + c);
-        }
-        let total = *offsets.last().unwrap() as usize;
+        let (offsets, total) = offsets_of(counts);
         let buckets = counts.len();
         let mut sums = vec![None; buckets];
         let segments = total.div_ceil(segment);
@@ -1251,6 +1248,57 @@ mod tests {
             assert_eq!(sums[k], Some(want), "bucket {k}");
         }
         levels.len()
+    }
+
+    /// Offsets of buckets with these counts, and their total.
+    fn offsets_of(counts: &[u32]) -> (Vec<u32>, usize) {
+        let mut offsets = vec![0u32];
+        for c in counts {
+            offsets.push(offsets.last().unwrap() + c);
+        }
+        let total = *offsets.last().unwrap() as usize;
+        (offsets, total)
+    }
+
+    #[test]
+    fn long_buckets_fit_the_list_the_device_fills() {
+        for segment in [16usize, 64, 512] {
+            // Long buckets as short as they can be: each from the last entry of a segment to the
+            // first entry DIRECT_CROSSINGS + 1 segments later, a filler bucket between them.
+            let shortest = (DIRECT_CROSSINGS * segment + 2) as u32;
+            let mut counts = vec![segment as u32 - 1];
+            for _ in 0..50 {
+                counts.extend([shortest, segment as u32 - 2]);
+            }
+            let (offsets, total) = offsets_of(&counts);
+            let long = long_buckets(&offsets, segment);
+            assert_eq!(long.len(), 50, "segments of {segment}");
+            assert!(long.len() <= long_bucket_capacity(total, segment));
+            // One entry fewer (given to the filler after it) and the first crosses only
+            // DIRECT_CROSSINGS borders.
+            counts[1] -= 1;
+            counts[2] += 1;
+            let (offsets, _) = offsets_of(&counts);
+            let long = long_buckets(&offsets, segment);
+            assert_eq!(
+                (long.len(), long[0].bucket),
+                (49, 3),
+                "segments of {segment}"
+            );
+            // Skewed counts: a few huge buckets among small ones.
+            let counts: Vec<u32> = (0..5000u32)
+                .map(|k| {
+                    if k % 97 == 0 {
+                        40 * segment as u32 + k
+                    } else {
+                        k % 13
+                    }
+                })
+                .collect();
+            let (offsets, total) = offsets_of(&counts);
+            let long = long_buckets(&offsets, segment);
+            assert!(!long.is_empty() && long.len() <= long_bucket_capacity(total, segment));
+        }
     }
 
     #[test]
