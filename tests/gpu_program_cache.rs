@@ -31,5 +31,12 @@ fn programs_come_from_the_disk_cache_the_second_time() {
     // A different option string is another key: built from source again, then cached too.
     let other = program::build(&dev, &src, "-cl-mad-enable").expect("build");
     assert!(!other.from_disk_cache);
+    // The programs of one device share its context and queues (and so their staging memory).
+    for p in [&again, &other] {
+        assert_eq!(p.context.as_ptr(), first.context.as_ptr(), "one context");
+        assert_eq!(p.queue.as_ptr(), first.queue.as_ptr(), "one queue");
+        assert_eq!(p.transfer_queue.as_ptr(), first.transfer_queue.as_ptr());
+    }
+    assert_ne!(first.queue.as_ptr(), first.transfer_queue.as_ptr());
     let _ = std::fs::remove_dir_all(&dir);
 }
