@@ -109,12 +109,14 @@ fn domain_constants(log_n: u32) -> Result<(Scalar, Scalar, Scalar), GpuError> {
     ))
 }
 
-/// `x^e` for `e < 2^bits` as two device tables: `lo[i] = x^i` for `i < 2^lo_bits` and
+/// `c x^e` for `e < 2^bits` as two device tables: `lo[i] = c x^i` for `i < 2^lo_bits` and
 /// `hi[i] = x^(i 2^lo_bits)`.
 struct PowerTable<'a> {
     lo: DeviceValues<'a>,
     hi: DeviceValues<'a>,
     lo_bits: u32,
+    /// Exponents below `2^bits` are in the table.
+    bits: u32,
 }
 
 /// The pointwise steps around one transform, in order.
@@ -256,15 +258,15 @@ impl FftKernel {
         interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
         if let Some(g) = plan.before {
-            let powers = self.coset_powers(g, Scalar::ONE, log_n, interrupt)?;
+            let powers = self.power_table(g, Scalar::ONE, log_n, interrupt)?;
             self.distribute_powers(data, log_n, &powers, interrupt)?;
         }
         let twiddles = self.twiddles(omega, log_n, interrupt)?;
-        self.transform(data, log_n, twiddles.as_ref(), interrupt)?;
+        self.transform(data, log_n, &twiddles, interrupt)?;
         match (plan.scale, plan.after) {
             // The scaling goes into the powers' table: one pass over the values, not two.
             (c, Some(g)) => {
-                let powers = self.coset_powers(g, c.unwrap_or(Scalar::ONE), log_n, interrupt)?;
+                let powers = self.power_table(g, c.unwrap_or(Scalar::ONE), log_n, interrupt)?;
                 self.distribute_powers(data, log_n, &powers, interrupt)
             }
             (Some(c), None) => self.scale(data, 1 << log_n, c, interrupt),
@@ -402,8 +404,8 @@ impl FftKernel {
                 // by 1 / n goes into the shifts' tables), while the first input goes up.
                 let forward = self.twiddles(omega, log_n, interrupt)?;
                 let inverse = self.twiddles(omega_inv, log_n, interrupt)?;
-                let to_coset = self.coset_powers(g, n_inv, log_n, interrupt)?;
-                let from_coset = self.coset_powers(g_inv, n_inv, log_n, interrupt)?;
+                let to_coset = self.power_table(g, n_inv, log_n, interrupt)?;
+                let from_coset = self.power_table(g_inv, n_inv, log_n, interrupt)?;
                 let mut device = Vec::with_capacity(3);
                 for (i, &(_, on_coset)) in inputs.iter().enumerate() {
                     check()?;
@@ -411,9 +413,9 @@ impl FftKernel {
                     phases.mark(q, "upload")?;
                     if !on_coset {
                         // Interpolate, then shift to the coset: the next transform evaluates there.
-                        self.transform(&data, log_n, inverse.as_ref(), interrupt)?;
+                        self.transform(&data, log_n, &inverse, interrupt)?;
                         self.distribute_powers(&data, log_n, &to_coset, interrupt)?;
-                        self.transform(&data, log_n, forward.as_ref(), interrupt)?;
+                        self.transform(&data, log_n, &forward, interrupt)?;
                         phases.mark(q, "to the coset")?;
                         if let Some(keep) = keep.as_mut() {
                             let mut out = Vec::with_capacity(n);
@@ -438,7 +440,7 @@ impl FftKernel {
                 let h = device.swap_remove(0);
                 drop(device);
                 check()?;
-                self.transform(&h, log_n, inverse.as_ref(), interrupt)?;
+                self.transform(&h, log_n, &inverse, interrupt)?;
                 self.distribute_powers(&h, log_n, &from_coset, interrupt)?;
                 phases.mark(q, "combined and back")?;
                 // Filled a slot at a time by the download, between its probes: at 2^24 the 512 MiB
@@ -468,7 +470,8 @@ impl FftKernel {
     }
 
     /// Best time in seconds of `reps` forward transforms of `2^log_n` values already on the device
-    /// (the kernels and the twiddle tables, no transfers): the benchmark of the kernels alone.
+    /// (the kernels, and the twiddle tables made and uploaded in each repetition; not the values'
+    /// transfers): the benchmark of the kernels alone.
     #[doc(hidden)]
     pub fn time_on_device(&self, log_n: u32, reps: usize) -> Result<f64, GpuError> {
         let n = 1usize << log_n;
@@ -481,7 +484,7 @@ impl FftKernel {
             self.program.queue.finish()?;
             let t = std::time::Instant::now();
             let twiddles = self.twiddles(omega, log_n, &|| false)?;
-            self.transform(&data, log_n, twiddles.as_ref(), &|| false)?;
+            self.transform(&data, log_n, &twiddles, &|| false)?;
             self.program.queue.finish()?;
             best = best.min(t.elapsed().as_secs_f64());
         }
@@ -489,7 +492,7 @@ impl FftKernel {
         let mut phases = PhaseTimer::start();
         let twiddles = self.twiddles(omega, log_n, &|| false)?;
         phases.mark(&self.program.queue, "tables")?;
-        self.transform_timed(&data, log_n, twiddles.as_ref(), &|| false, &mut phases)?;
+        self.transform_timed(&data, log_n, &twiddles, &|| false, &mut phases)?;
         if let Some(steps) = phases.summary() {
             log::debug!("gpu: transform of 2^{log_n} values: {steps}");
         }
@@ -625,34 +628,18 @@ impl FftKernel {
             lo: self.upload(&lo, lo.len(), interrupt)?,
             hi: self.upload(&hi, hi.len(), interrupt)?,
             lo_bits,
+            bits,
         })
     }
 
-    /// The twiddles `omega^e`, `e < n / 2`, of a transform of `n = 2^log_n` values (none when
-    /// `n = 1`).
+    /// The twiddles `omega^e`, `e < n / 2`, of a transform of `n = 2^log_n` values.
     fn twiddles(
         &self,
         omega: Scalar,
         log_n: u32,
         interrupt: &dyn Fn() -> bool,
-    ) -> Result<Option<PowerTable<'_>>, GpuError> {
-        if log_n == 0 {
-            return Ok(None);
-        }
-        self.power_table(omega, Scalar::ONE, log_n - 1, interrupt)
-            .map(Some)
-    }
-
-    /// `c g^i` for `i < 2^log_n`: the table of a shift to (or from) the coset `g * domain`,
-    /// with a scaling folded in.
-    fn coset_powers(
-        &self,
-        g: Scalar,
-        c: Scalar,
-        log_n: u32,
-        interrupt: &dyn Fn() -> bool,
     ) -> Result<PowerTable<'_>, GpuError> {
-        self.power_table(g, c, log_n, interrupt)
+        self.power_table(omega, Scalar::ONE, log_n.saturating_sub(1), interrupt)
     }
 
     /// The transform in place with the `twiddles` of its domain, without scaling.
@@ -660,7 +647,7 @@ impl FftKernel {
         &self,
         data: &DeviceValues,
         log_n: u32,
-        twiddles: Option<&PowerTable>,
+        twiddles: &PowerTable,
         interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
         let mut untimed = PhaseTimer::off();
@@ -672,13 +659,19 @@ impl FftKernel {
         &self,
         data: &DeviceValues,
         log_n: u32,
-        twiddles: Option<&PowerTable>,
+        twiddles: &PowerTable,
         interrupt: &dyn Fn() -> bool,
         phases: &mut PhaseTimer,
     ) -> Result<(), GpuError> {
-        let Some(twiddles) = twiddles else {
+        if log_n == 0 {
             return Ok(());
-        };
+        }
+        if twiddles.bits + 1 < log_n {
+            return Err(GpuError::InvalidInput(format!(
+                "twiddles of 2^{} values for a transform of 2^{log_n}",
+                twiddles.bits + 1
+            )));
+        }
         let n = 1usize << log_n;
         let mut kernel = if self.tiled_reversal && log_n >= 2 * REVERSAL_TILE_BITS {
             let tile = 1 << (2 * REVERSAL_TILE_BITS);
@@ -726,7 +719,8 @@ impl FftKernel {
         self.launch(&kernel, interrupt)
     }
 
-    /// `a[i] *= table[i]`, for a table of `c g^i` ([`FftKernel::coset_powers`]).
+    /// `a[i] *= table[i]`, for a table of `c g^i`: a shift to (or from) the coset `g * domain`
+    /// with a scaling folded in.
     fn distribute_powers(
         &self,
         data: &DeviceValues,
@@ -734,6 +728,12 @@ impl FftKernel {
         table: &PowerTable,
         interrupt: &dyn Fn() -> bool,
     ) -> Result<(), GpuError> {
+        if table.bits < log_n {
+            return Err(GpuError::InvalidInput(format!(
+                "powers of 2^{} values for 2^{log_n}",
+                table.bits
+            )));
+        }
         let n = 1usize << log_n;
         let kernel = self
             .kernel("Fr_distribute_powers", n, None)?
@@ -802,10 +802,12 @@ fn log_size(n: usize) -> Result<u32, GpuError> {
 #[allow(unsafe_code)]
 fn enqueue(kernel: &ocl::Kernel) -> Result<ocl::Event, GpuError> {
     // SAFETY: every kernel of fft.cl bounds-checks its work-item index against the size argument
-    // it is given, or (radix_rounds) is launched with n / 2 items in groups of 2^(deg - 1) over a
-    // buffer of n values; the callers size each buffer for that many elements (n values, the
-    // power tables' 2^lo_bits and 2^(bits - lo_bits) entries, one constant) with the argument
-    // types of the kernel's signature.
+    // it is given, or is launched over exactly the values it indexes: radix_rounds with n / 2
+    // items in groups of 2^(deg - 1) over a buffer of n values, bit_reverse_tiles with n items in
+    // groups of 256 for n = 2^log_n, log_n >= 8 (each group's two tiles lie inside the n values);
+    // the callers size each buffer for that many elements (n values, the power tables' 2^lo_bits
+    // and 2^(bits - lo_bits) entries with `bits` checked against the transform's, one constant)
+    // with the argument types of the kernel's signature.
     let mut done = ocl::Event::empty();
     unsafe { kernel.cmd().enew(&mut done).enq()? };
     Ok(done)

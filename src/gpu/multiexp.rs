@@ -160,9 +160,13 @@ const SUM_PASS: usize = 16;
 /// work-item; the kernels bounds-check their index, so the global size is rounded up instead.
 const WORK_GROUP: usize = 64;
 
-/// Buckets per block of the device's prefix sums (`SCAN_BLOCK` in `cl/multiexp.cl`); the scan of
-/// the blocks' sums is one work-group of `WORK_GROUP` items (`SCAN_ITEMS` there).
+/// Buckets per block of the device's prefix sums (`SCAN_BLOCK` in `cl/multiexp.cl`).
 const SCAN_BLOCK: usize = 64;
+
+/// Work-items of the scan of the blocks' sums (`SCAN_ITEMS` in `cl/multiexp.cl`): one work-group,
+/// launched as `WORK_GROUP` items, which must be the same.
+const SCAN_ITEMS: usize = 64;
+const _: () = assert!(SCAN_ITEMS == WORK_GROUP);
 
 impl Plan {
     /// The plan for `n` terms: the window width that minimises bucket additions (`n` per window)
@@ -473,7 +477,8 @@ impl MultiexpKernel {
     }
 
     /// [`MultiexpKernel::multiexp`] that asks `interrupt` before each kernel launch and about
-    /// every millisecond while it waits for a transfer or a launch of the bucket sums; when it
+    /// every millisecond while it waits for a transfer, the count and its sums, or a launch of
+    /// the bucket sums; when it
     /// says yes, lets the kernels already enqueued finish, frees its buffers and returns
     /// [`GpuError::Interrupted`]. The last steps (folds and weighing, a few milliseconds) are not
     /// interrupted: their call is nearly done, and its work would be lost.
@@ -538,6 +543,12 @@ impl MultiexpKernel {
         let affine_limbs = 2 * G::COORD_LIMBS;
         let point_limbs = 3 * G::COORD_LIMBS;
         let plan = Plan::new(n);
+        // The device sums the bucket counts in 32-bit words; this many entries could not wrap.
+        if n as u64 * plan.windows as u64 >= 1 << 32 {
+            return Err(GpuError::InvalidInput(format!(
+                "{n} terms make too many bucket entries for one launch"
+            )));
+        }
         let bucket_count = plan.bucket_count();
         let mut phases = PhaseTimer::start();
         let q = built.queue.clone();
@@ -774,8 +785,8 @@ impl MultiexpKernel {
     }
 
     /// Steps 1 and 2 of a call on `queue`: uploads the scalars, counts the terms of each
-    /// bucket (the host turns the counts into offsets and plans the long buckets' folds) and
-    /// sorts the terms by bucket. `None` when every digit is zero.
+    /// bucket (the device turns the counts into offsets and lists the long buckets, whose folds
+    /// the host plans) and sorts the terms by bucket. `None` when every digit is zero.
     fn sort_on_device<G: GpuCurve>(
         &self,
         built: &BuiltProgram,
@@ -811,7 +822,7 @@ impl MultiexpKernel {
         })?;
         phases.mark(q, "scalars")?;
 
-        // Small tables (offsets, fold ranges) cross through the pinned staging memory too: from
+        // Small tables (the fold ranges) cross through the pinned staging memory too: from
         // ordinary memory a 2 MiB table (16-bit windows) took over a millisecond each way.
         let upload_u32 = |data: &[u32]| -> Result<TrackedBuffer, GpuError> {
             let buffer = TrackedBuffer::new(q, data.len(), None, memory)?;
@@ -828,13 +839,7 @@ impl MultiexpKernel {
             Ok(buffer)
         };
 
-        // 1. Count the terms of each bucket, and turn the counts into offsets. The device sums
-        // them in 32-bit words; this many entries could not wrap.
-        if n as u64 * plan.windows as u64 >= 1 << 32 {
-            return Err(GpuError::InvalidInput(format!(
-                "{n} terms make too many bucket entries for one launch"
-            )));
-        }
+        // 1. Count the terms of each bucket, and turn the counts into offsets on the device.
         let cursor = TrackedBuffer::new(q, bucket_count, None, memory)?;
         cursor.cmd().fill(0, None).enq()?;
         check()?;
@@ -860,14 +865,14 @@ impl MultiexpKernel {
                 .build()?,
         )?;
         launch(
-            &kernel("msm_scan_sums", WORK_GROUP)
+            &kernel("msm_scan_sums", SCAN_ITEMS)
                 .arg(&*sums)
                 .arg(blocks as u32)
                 .arg(&*offsets_buf)
                 .arg(bucket_count as u32)
                 .build()?,
         )?;
-        launch(
+        let summed = enqueue(
             &kernel("msm_block_offsets", blocks)
                 .arg(&*cursor)
                 .arg(&*sums)
@@ -875,6 +880,9 @@ impl MultiexpKernel {
                 .arg(bucket_count as u32)
                 .build()?,
         )?;
+        // Waited for while probing (the count and its sums take milliseconds at 2^24); the read
+        // after it then finds the queue done.
+        settled(q, wait_interruptible(q, &summed, interrupt))?;
         let total = read_u32s(q, &offsets_buf, bucket_count, 1)?[0] as usize;
         if total >= 1 << 31 {
             return Err(GpuError::InvalidInput(format!(
@@ -893,7 +901,8 @@ impl MultiexpKernel {
             limit => limit,
         };
         let segment = Plan::segment(total, launch_entries, G::LAUNCH_SEGMENTS);
-        let long = self.long_buckets::<G>(built, &offsets_buf, bucket_count, total, segment)?;
+        let long =
+            self.long_buckets::<G>(built, &offsets_buf, bucket_count, total, segment, interrupt)?;
         let levels = fold_levels(&long);
         let tables = levels
             .iter()
@@ -936,12 +945,13 @@ impl MultiexpKernel {
         bucket_count: usize,
         total: usize,
         segment: usize,
+        interrupt: &dyn Fn() -> bool,
     ) -> Result<Vec<LongBucket>, GpuError> {
         let q = &built.queue;
         let capacity = long_bucket_capacity(total, segment);
         let count = TrackedBuffer::new(q, 1, Some(&[0]), &self.memory)?;
         let list = TrackedBuffer::new(q, 3 * capacity, None, &self.memory)?;
-        launch(
+        let listed = enqueue(
             &kernel_builder::<G>(built, "msm_long_buckets", bucket_count)
                 .arg(&**offsets)
                 .arg(bucket_count as u32)
@@ -952,6 +962,7 @@ impl MultiexpKernel {
                 .arg(capacity as u32)
                 .build()?,
         )?;
+        settled(q, wait_interruptible(q, &listed, interrupt))?;
         let found = read_u32s(q, &count, 0, 1)?[0] as usize;
         if found > capacity {
             return Err(GpuError::WrongResult(format!(
@@ -976,6 +987,8 @@ impl MultiexpKernel {
 
 /// `len` values of `buffer` from `offset`, read straight into ordinary memory: for a few words
 /// (a total, a short list), where the staging memory's two steps would cost more than they save.
+/// A blocking read, which does not probe: callers wait for the kernels before it while probing
+/// (`wait_interruptible`), so that it finds the queue done.
 fn read_u32s(
     queue: &ocl::Queue,
     buffer: &ocl::Buffer<u32>,
@@ -1136,10 +1149,14 @@ fn enqueue(kernel: &ocl::Kernel) -> Result<ocl::Event, GpuError> {
     // their count argument (`msm_segments` also against its launch's `end_segment`), and
     // `multiexp` sizes every buffer for those counts with the argument types of the kernels'
     // signatures: two coordinates of 12 limbs per base in G1 (24 in G2), 8 limbs per scalar, one
-    // counter per bucket and one offset more, one entry per nonzero digit (the offsets' total, so
-    // the scatter's atomic cursors stay inside), one Jacobian point per bucket, two per segment
-    // (head and tail), one per fold job, group and output; the fold levels' ranges lie inside
-    // their input ([`fold_levels`], unit-tested) and their destinations inside their output.
+    // counter per bucket and one offset more, one block sum per `SCAN_BLOCK` buckets (the scan
+    // of them is one work-group of `SCAN_ITEMS` = `WORK_GROUP` items, which loops over them and
+    // writes the offset after the last bucket), one entry per nonzero digit (the offsets' total,
+    // so the scatter's atomic cursors stay inside), a long-bucket list of three words per bucket
+    // that `msm_long_buckets` bounds by its `capacity` argument, one Jacobian point per bucket,
+    // two per segment (head and tail), one per fold job, group and output; the fold levels'
+    // ranges lie inside their input ([`fold_levels`], unit-tested) and their destinations inside
+    // their output.
     unsafe { kernel.cmd().enew(&mut done).enq()? };
     Ok(done)
 }

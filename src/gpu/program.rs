@@ -72,9 +72,12 @@ pub struct BuiltProgram {
 /// made at its first transfer). One per device rather than per program: with a context and two
 /// stagings per program, the three programs (FFT, G1, G2) held 384 MiB of pinned memory and
 /// three contexts, and a 2^20 proof's peak host memory was 2.6x the parameter file on the H200.
-/// The programs of a device never run at once within a proof (one worker per held device, the
-/// quotient and the multiexps one after another); where callers do share a device, the staging
-/// serves one at a time and the in-order queues keep each caller's commands in order.
+/// Within a proof the programs of a device run one after another (one worker per held device,
+/// the quotient and the multiexps in turn); the warm-up runs the FFT and the multiexp side by
+/// side, and tests may share a device between threads: the staging then serves one caller at a
+/// time and the in-order queues keep each caller's commands in order. A driver error that
+/// poisons the context (a faulted kernel, on NVIDIA) now reaches all three programs, as it would
+/// the device anyway.
 #[derive(Debug)]
 struct DeviceContext {
     context: ocl::Context,
@@ -100,19 +103,32 @@ impl DeviceContext {
     }
 }
 
-/// The shared context of `device` ([`DeviceContext`]), made at the first call.
+/// The shared context of `device` ([`DeviceContext`]), made at the first call. Keyed by the
+/// platform's and the device's handles, not the stable id alone: one GPU offered by two
+/// platforms has one id and needs a context on each. Made outside the cache's lock, so that
+/// the devices of a host make theirs side by side; of two threads racing for one device's, the
+/// first to finish is kept.
 fn device_context(device: &Device) -> Result<Arc<DeviceContext>, GpuError> {
-    static CONTEXTS: OnceLock<Mutex<HashMap<String, Arc<DeviceContext>>>> = OnceLock::new();
-    let mut contexts = CONTEXTS
-        .get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .map_err(|_| GpuError::Ocl("device context cache lock poisoned".into()))?;
-    if let Some(shared) = contexts.get(&device.id) {
+    use ocl::core::ClDeviceIdPtr;
+    type Contexts = Mutex<HashMap<String, Arc<DeviceContext>>>;
+    static CONTEXTS: OnceLock<Contexts> = OnceLock::new();
+    let lock = || {
+        CONTEXTS
+            .get_or_init(|| Mutex::new(HashMap::new()))
+            .lock()
+            .map_err(|_| GpuError::Ocl("device context cache lock poisoned".into()))
+    };
+    let key = format!(
+        "{}/{:?}/{:?}",
+        device.id,
+        device.platform.as_ptr(),
+        device.device.as_ptr()
+    );
+    if let Some(shared) = lock()?.get(&key) {
         return Ok(shared.clone());
     }
     let shared = Arc::new(DeviceContext::new(device)?);
-    contexts.insert(device.id.clone(), shared.clone());
-    Ok(shared)
+    Ok(lock()?.entry(key).or_insert(shared).clone())
 }
 
 impl BuiltProgram {

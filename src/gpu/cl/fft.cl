@@ -1,7 +1,7 @@
 // Radix-2 FFT over FIELD (instantiated for Fr) in rounds of up to 2^FFT_MAX_DEG-point
-// sub-transforms in local memory. The host runs bit_reverse, then radix_rounds for first = 0,
-// deg, 2 deg, ... (each launch does `deg` radix-2 rounds), and pointwise kernels around it for the
-// inverse and coset forms. Twiddles and coset powers come from two small tables: x^e =
+// sub-transforms in local memory. The host runs bit_reverse (or bit_reverse_tiles), then
+// radix_rounds for first = 0, deg, 2 deg, ... (each launch does `deg` radix-2 rounds), and
+// pointwise kernels around it for the inverse and coset forms. Twiddles and coset powers come from two small tables: x^e =
 // lo[e mod 2^lo_bits] * hi[e >> lo_bits], one multiplication instead of a table of n / 2 values.
 
 #define FFT_MAX_DEG 8
@@ -34,7 +34,8 @@ __kernel void FN(bit_reverse)(__global FIELD *a, uint log_n) {
 // moves each value alone between scattered addresses: 1.96 ms for 2^24 values on the H200.
 #define BR_BITS 4
 #define BR_SIDE (1u << BR_BITS)
-// Rows padded by one value, so that the transposed reads of a warp fall in distinct banks.
+// Rows padded by one value, so that the transposed reads (a column of a tile) do not all fall
+// in the same banks; a warp's read still meets two-way conflicts.
 #define BR_ROW (BR_SIDE + 1)
 #define BR_TILE (BR_SIDE * BR_ROW)
 
