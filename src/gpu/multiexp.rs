@@ -1319,6 +1319,60 @@ mod tests {
     }
 
     #[test]
+    fn the_device_lists_the_long_buckets_of_its_host_model() {
+        use super::{MultiexpKernel, TrackedBuffer};
+        use crate::gpu::device::{self, Selection};
+        let selection = Selection {
+            include_cpu: true,
+            ..Selection::from_env()
+        };
+        let device = device::list(&selection)
+            .expect("list OpenCL devices")
+            .into_iter()
+            .next()
+            .expect("no OpenCL device: run scripts/test.sh, which installs PoCL");
+        let kernel = MultiexpKernel::new(&device).expect("kernel");
+        let built = kernel
+            .program(<blstrs::G1Affine as super::GpuCurve>::NAME)
+            .expect("build");
+        let segment = 16;
+        // Long buckets scattered among short and empty ones, none, and every bucket long.
+        let mixed: Vec<u32> = (0..3000u32)
+            .map(|k| match k % 101 {
+                0 => 17 * 16 + k % 50,
+                1 => 0,
+                _ => k % 29,
+            })
+            .collect();
+        for (counts, want) in [
+            (mixed, None),
+            (vec![5; 400], Some(0)),
+            (vec![300; 64], Some(64)),
+        ] {
+            let (offsets, total) = offsets_of(&counts);
+            let buffer =
+                TrackedBuffer::new(&built.queue, offsets.len(), Some(&offsets), &kernel.memory)
+                    .expect("offsets");
+            let listed = kernel
+                .long_buckets::<blstrs::G1Affine>(
+                    &built,
+                    &buffer,
+                    counts.len(),
+                    total,
+                    segment,
+                    &|| false,
+                )
+                .expect("listed");
+            assert_eq!(listed, long_buckets(&offsets, segment));
+            if let Some(want) = want {
+                assert_eq!(listed.len(), want);
+            } else {
+                assert!(!listed.is_empty());
+            }
+        }
+    }
+
+    #[test]
     fn folds_finish_every_bucket_in_bounded_passes() {
         // Even buckets, buckets of about a segment, empty ones, and one bucket of 5000 entries
         // (313 segments: 624 parts after its first tail, three passes of 16).
