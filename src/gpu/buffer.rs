@@ -470,7 +470,7 @@ impl PhaseTimer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::device::{self, Selection};
+    use crate::gpu::device;
 
     #[test]
     fn device_memory_counts_the_peak_since_it_was_last_taken() {
@@ -488,15 +488,7 @@ mod tests {
     }
 
     fn queue() -> ocl::Queue {
-        let selection = Selection {
-            include_cpu: true,
-            ..Selection::from_env()
-        };
-        let device = device::list(&selection)
-            .expect("list OpenCL devices")
-            .into_iter()
-            .next()
-            .expect("no OpenCL device: run scripts/test.sh, which installs PoCL");
+        let device = device::first_for_tests();
         let context = ocl::Context::builder()
             .platform(device.platform)
             .devices(device.device)

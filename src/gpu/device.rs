@@ -135,6 +135,20 @@ fn slug(s: &str) -> String {
         .join("-")
 }
 
+/// The first OpenCL device, CPU devices (PoCL) included: the device of the crate's unit tests.
+#[cfg(test)]
+pub(crate) fn first_for_tests() -> Device {
+    let selection = Selection {
+        include_cpu: true,
+        ..Selection::from_env()
+    };
+    list(&selection)
+        .expect("list OpenCL devices")
+        .into_iter()
+        .next()
+        .expect("no OpenCL device: run scripts/test.sh, which installs PoCL")
+}
+
 /// Every device the selection admits, GPUs first, in a stable order.
 ///
 /// The platforms are enumerated once per process, under a lock: OpenCL loaders and drivers

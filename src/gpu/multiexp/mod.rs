@@ -1076,16 +1076,7 @@ mod tests {
     #[test]
     fn the_device_lists_the_long_buckets_of_its_host_model() {
         use super::{MultiexpKernel, TrackedBuffer};
-        use crate::gpu::device::{self, Selection};
-        let selection = Selection {
-            include_cpu: true,
-            ..Selection::from_env()
-        };
-        let device = device::list(&selection)
-            .expect("list OpenCL devices")
-            .into_iter()
-            .next()
-            .expect("no OpenCL device: run scripts/test.sh, which installs PoCL");
+        let device = crate::gpu::device::first_for_tests();
         let kernel = MultiexpKernel::new(&device).expect("kernel");
         let built = kernel
             .program(<blstrs::G1Affine as super::GpuCurve>::NAME)
