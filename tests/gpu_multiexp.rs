@@ -141,6 +141,71 @@ fn a_multiexp_in_many_launches_equals_cpu_and_stops_between_them() {
 }
 
 #[test]
+fn a_multiexp_in_pieces_equals_cpu_and_keeps_its_finished_pieces_when_stopped() {
+    let k = kernel();
+    let (bases, scalars) = inputs::<G1Projective>(3000, 51);
+    let reprs = scalar_reprs(&scalars);
+    // Pieces of different sizes (one of a single term), so their plans differ.
+    let ends = [700, 701, 1900, 3000];
+    let first_pieces = |done: usize| match done {
+        0 => G1Projective::identity(),
+        d => multiexp::<G1Affine>(&bases[..ends[d - 1]], &reprs[..ends[d - 1]]).unwrap(),
+    };
+    let whole = k.multiexp_in_pieces::<G1Affine>(&bases, &reprs, &ends, &|| false);
+    assert!(whole.stopped.is_none(), "{:?}", whole.stopped);
+    assert_eq!(whole.done, 4);
+    assert_eq!(whole.sum, first_pieces(4));
+    // Stopped once its first piece is summed: that piece is kept and the others are not begun.
+    let before = k.pieces_summed();
+    let first =
+        k.multiexp_in_pieces::<G1Affine>(&bases, &reprs, &ends, &|| k.pieces_summed() > before);
+    assert!(
+        matches!(first.stopped, Some(GpuError::Interrupted)),
+        "{:?}",
+        first.stopped
+    );
+    assert_eq!(first.done, 1);
+    assert_eq!(first.sum, first_pieces(1));
+    assert_eq!(k.live_device_bytes(), 0);
+    // Stopped at probes spread over the call: what it kept is always its first pieces' sum.
+    let probes = std::cell::Cell::new(0usize);
+    let _ = k.multiexp_in_pieces::<G1Affine>(&bases, &reprs, &ends, &|| {
+        probes.set(probes.get() + 1);
+        false
+    });
+    let total = probes.get();
+    let mut kept = std::collections::BTreeSet::new();
+    for stop_at in 1..=total {
+        let asked = std::cell::Cell::new(0usize);
+        let part = k.multiexp_in_pieces::<G1Affine>(&bases, &reprs, &ends, &|| {
+            asked.set(asked.get() + 1);
+            asked.get() >= stop_at
+        });
+        assert_eq!(part.sum, first_pieces(part.done), "probe {stop_at}");
+        assert_eq!(part.stopped.is_none(), part.done == 4, "probe {stop_at}");
+        assert_eq!(k.live_device_bytes(), 0, "probe {stop_at}");
+        kept.insert(part.done);
+    }
+    assert!(kept.len() >= 4, "kept {kept:?} pieces over {total} probes");
+    // Ends that do not cut the terms into pieces are refused before anything runs.
+    for bad in [&[0, 3000][..], &[1000, 900, 3000], &[1000, 2000], &[]] {
+        let refused = k.multiexp_in_pieces::<G1Affine>(&bases, &reprs, bad, &|| false);
+        assert!(
+            matches!(refused.stopped, Some(GpuError::InvalidInput(_))),
+            "{bad:?}: {:?}",
+            refused.stopped
+        );
+        assert_eq!(refused.done, 0);
+    }
+    // G2, in two pieces.
+    let (bases, scalars) = inputs::<G2Projective>(600, 52);
+    let reprs = scalar_reprs(&scalars);
+    let cpu = multiexp::<G2Affine>(&bases, &reprs).unwrap();
+    let g2 = k.multiexp_in_pieces::<G2Affine>(&bases, &reprs, &[250, 600], &|| false);
+    assert_eq!((g2.done, g2.sum), (2, cpu));
+}
+
+#[test]
 fn a_failed_upload_of_the_bases_is_a_device_error_and_frees_everything() {
     let k = kernel();
     let (bases, scalars) = inputs::<G1Projective>(3000, 43);

@@ -199,6 +199,41 @@ fn a_prover_preempted_in_its_last_call_of_a_multiexp_returns_at_the_next_chunk()
 }
 
 #[test]
+fn a_preempted_call_keeps_the_chunks_it_had_finished() {
+    let _g = setup("kept");
+    let (long, short) = long_and_short();
+    // Chunks of 4 ms: a call of the low prover's (grown towards 160 ms) holds dozens of them,
+    // and a device computes a call in pieces (a fake one: a chunk each), so a request in the
+    // middle of a call leaves the chunks before it in the sum; `prove` checks that every chunk
+    // still counts exactly once.
+    let low_options = ProveOptions {
+        chunk_terms: 1 << 10,
+        ..options(Priority::Low, Some("fake-0"))
+    };
+    let (mut preempted, mut kept) = (0, 0);
+    for delay_ms in [60, 140, 220] {
+        let low = std::thread::scope(|s| {
+            let low = s.spawn(|| prove(long, &low_options));
+            wait_for_holder("fake-0", Priority::Low);
+            std::thread::sleep(Duration::from_millis(delay_ms));
+            prove(short, &options(Priority::High, Some("fake-0")));
+            low.join().unwrap()
+        });
+        assert!(low.kept_chunks <= low.gpu_chunks_total(), "{low:?}");
+        preempted += low.preemptions;
+        kept += low.kept_chunks;
+    }
+    assert!(
+        preempted >= 2,
+        "the low prover was preempted {preempted} times"
+    );
+    assert!(
+        kept > 0,
+        "no preempted call kept a chunk in {preempted} preemptions"
+    );
+}
+
+#[test]
 fn a_quotient_interrupted_on_the_device_is_put_off_and_done_there_later() {
     let _g = setup("deferred");
     let (long, short) = long_and_short();

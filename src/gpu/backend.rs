@@ -7,10 +7,11 @@ use super::device::{self, Selection};
 use super::error::GpuError;
 use super::fake::{self, FakeDevice};
 use super::fft::FftKernel;
-use super::multiexp::{GpuCurve, MultiexpKernel};
+use super::multiexp::{GpuCurve, MultiexpKernel, PieceSums};
 use crate::domain::QuotientSteps;
 use crate::multiexp::ScalarRepr;
 use blstrs::Scalar;
+use group::Group;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -86,24 +87,73 @@ impl GpuDevice {
         }
     }
 
-    /// A multiexp on this device; `interrupt` is asked between kernel launches.
+    /// A multiexp on this device over a run of chunks ending at `chunk_ends` (increasing, the
+    /// last `bases.len()`); `interrupt` is asked between kernel launches. The device computes
+    /// the run in pieces of whole chunks ([`GpuCurve::PIECE_TERMS`] terms or more each; a fake
+    /// device takes each chunk as a piece), so a call stopped early keeps the chunks of its
+    /// finished pieces: `done` in the result counts chunks.
     pub(crate) fn multiexp<G: GpuCurve>(
         &self,
         bases: &[G],
         scalars: &[ScalarRepr],
+        chunk_ends: &[usize],
         interrupt: &dyn Fn() -> bool,
-    ) -> Result<G::Curve, GpuError> {
-        Self::injected()?;
-        Self::failing_after()?;
-        Self::fits(match &self.engine {
-            Engine::OpenCl { .. } => MultiexpKernel::device_bytes::<G>(bases.len()),
-            Engine::Fake(_) => FakeDevice::multiexp_bytes(bases.len()),
-        })?;
-        match &self.engine {
-            Engine::OpenCl { multiexp, .. } => {
-                multiexp.multiexp_interruptible(bases, scalars, interrupt)
+    ) -> PieceSums<G::Curve> {
+        let refused = |e: GpuError| PieceSums {
+            sum: G::Curve::identity(),
+            done: 0,
+            stopped: Some(e),
+        };
+        if let Err(e) = Self::injected().and_then(|()| Self::failing_after()) {
+            return refused(e);
+        }
+        let piece_terms = match &self.engine {
+            Engine::OpenCl { .. } => G::PIECE_TERMS,
+            Engine::Fake(_) => 1,
+        };
+        // Each piece ends at the end of a chunk: `ends` are the piece ends, `chunks_of` the
+        // chunks up to and including each piece.
+        let mut ends = Vec::new();
+        let mut chunks_of = Vec::new();
+        let mut start = 0;
+        for (i, &end) in chunk_ends.iter().enumerate() {
+            if end - start >= piece_terms || i + 1 == chunk_ends.len() {
+                ends.push(end);
+                chunks_of.push(i + 1);
+                start = end;
             }
-            Engine::Fake(f) => f.multiexp(bases, scalars, interrupt),
+        }
+        let largest = std::iter::once(0)
+            .chain(ends.iter().copied())
+            .zip(ends.iter().copied())
+            .map(|(a, b)| b - a)
+            .max()
+            .unwrap_or(0);
+        let bytes = match &self.engine {
+            // A piece's work and the next piece's inputs.
+            Engine::OpenCl { .. } if ends.len() > 1 => {
+                MultiexpKernel::device_bytes::<G>(largest)
+                    + MultiexpKernel::input_bytes::<G>(largest)
+            }
+            Engine::OpenCl { .. } => MultiexpKernel::device_bytes::<G>(bases.len()),
+            Engine::Fake(_) => FakeDevice::multiexp_bytes(largest),
+        };
+        if let Err(e) = Self::fits(bytes) {
+            return refused(e);
+        }
+        let pieces = match &self.engine {
+            Engine::OpenCl { multiexp, .. } => {
+                multiexp.multiexp_in_pieces(bases, scalars, &ends, interrupt)
+            }
+            Engine::Fake(f) => f.multiexp_in_pieces(bases, scalars, &ends, interrupt),
+        };
+        PieceSums {
+            sum: pieces.sum,
+            done: match pieces.done {
+                0 => 0,
+                done => chunks_of[done - 1],
+            },
+            stopped: pieces.stopped,
         }
     }
 

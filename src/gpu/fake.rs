@@ -6,6 +6,7 @@
 
 use super::buffer::DeviceMemory;
 use super::error::GpuError;
+use super::multiexp::PieceSums;
 use crate::domain::{to_coset, QuotientInput, QuotientSteps};
 use crate::multiexp::{multiexp_serial, CurveAffine, ScalarRepr};
 use blstrs::Scalar;
@@ -149,6 +150,45 @@ impl FakeDevice {
             })?;
         }
         Ok(sum)
+    }
+
+    /// [`FakeDevice::multiexp`] over consecutive pieces ending at `ends`, one after another, as
+    /// the OpenCL kernel's [`super::multiexp::MultiexpKernel::multiexp_in_pieces`]: a call
+    /// stopped early keeps the pieces it finished.
+    pub fn multiexp_in_pieces<G: CurveAffine>(
+        &self,
+        bases: &[G],
+        scalars: &[ScalarRepr],
+        ends: &[usize],
+        interrupt: &dyn Fn() -> bool,
+    ) -> PieceSums<G::Curve> {
+        let mut out = PieceSums {
+            sum: G::Curve::identity(),
+            done: 0,
+            stopped: None,
+        };
+        let mut start = 0;
+        for &end in ends {
+            let (Some(b), Some(s)) = (bases.get(start..end), scalars.get(start..end)) else {
+                out.stopped = Some(GpuError::InvalidInput(format!(
+                    "pieces ending at {ends:?} do not cut {} terms",
+                    bases.len()
+                )));
+                return out;
+            };
+            match self.multiexp(b, s, interrupt) {
+                Ok(sum) => {
+                    out.sum += sum;
+                    out.done += 1;
+                }
+                Err(e) => {
+                    out.stopped = Some(e);
+                    return out;
+                }
+            }
+            start = end;
+        }
+        out
     }
 
     /// The pretend time of a quotient of `values` values, in multiexp terms.

@@ -128,6 +128,7 @@ struct Stats {
     peak_device: u64,
     failures: u64,
     out_of_memory: u64,
+    kept_chunks: u64,
 }
 
 /// State the CPU side and the GPU workers both change.
@@ -682,71 +683,83 @@ impl ClaimInner {
                 return Some(k);
             };
             let range = first.start..last.end;
+            let ends: Vec<usize> = run.iter().map(|c| c.end - range.start).collect();
             let started = Instant::now();
-            let result = k
-                .device
-                .multiexp(&bases[range.clone()], &scalars[range.clone()], &|| {
-                    k.should_yield()
-                });
-            match result {
-                Ok(part) => {
-                    *lock(sum) += part;
-                    *self
-                        .shared()
-                        .stats
-                        .gpu_chunks
-                        .entry(k.device.id.clone())
-                        .or_default() += run.len() as u64;
-                    log::debug!(
-                        "gpu: {} computed {} chunk(s), {} terms, in {:.2?}",
-                        k.device.id,
-                        run.len(),
-                        range.len(),
-                        started.elapsed()
-                    );
-                    let elapsed = started.elapsed();
-                    if !elapsed.is_zero() {
-                        learned()
-                            .gpu_rate
-                            .insert(key.clone(), range.len() as f64 / elapsed.as_secs_f64());
-                    }
-                    let cap = self.shared().batch_cap.get(&key).copied();
-                    batch = next_batch(batch, run.len(), elapsed, cap, TARGET_BATCH);
-                    learned().batches.insert(key.clone(), batch);
+            let result = k.device.multiexp(
+                &bases[range.clone()],
+                &scalars[range.clone()],
+                &ends,
+                &|| k.should_yield(),
+            );
+            // The chunks of the pieces the device finished are in the sum, whatever stopped it
+            // after them.
+            let kept = result.done.min(run.len());
+            if kept > 0 {
+                *lock(sum) += result.sum;
+                *self
+                    .shared()
+                    .stats
+                    .gpu_chunks
+                    .entry(k.device.id.clone())
+                    .or_default() += kept as u64;
+            }
+            let Some(e) = result.stopped else {
+                log::debug!(
+                    "gpu: {} computed {} chunk(s), {} terms, in {:.2?}",
+                    k.device.id,
+                    run.len(),
+                    range.len(),
+                    started.elapsed()
+                );
+                let elapsed = started.elapsed();
+                if !elapsed.is_zero() {
+                    learned()
+                        .gpu_rate
+                        .insert(key.clone(), range.len() as f64 / elapsed.as_secs_f64());
                 }
-                Err(e) => {
-                    let chunks = run.len();
-                    let mut q = lock(queue);
-                    for chunk in run.into_iter().rev() {
-                        q.push_front(chunk);
-                    }
-                    drop(q);
-                    if matches!(e, GpuError::OutOfMemory(_)) {
-                        let mut s = self.shared();
-                        s.stats.out_of_memory += 1;
-                        if chunks > 1 {
-                            // Fewer chunks at once, for the rest of this claim (a cap
-                            // only ever comes down).
-                            batch = chunks / 2;
-                            let cap = s.batch_cap.entry(key.clone()).or_insert(batch);
-                            *cap = (*cap).min(batch);
-                            learned().batches.insert(key.clone(), batch);
-                            drop(s);
-                            log::info!(
-                                "gpu: {} ran out of memory on {chunks} chunks ({e}); taking {batch}",
-                                k.device.id
-                            );
-                            continue;
-                        }
-                    }
-                    if matches!(e, GpuError::Interrupted) {
-                        self.release(k, true);
-                    } else {
-                        self.fail(k, &e);
-                    }
-                    return None;
+                let cap = self.shared().batch_cap.get(&key).copied();
+                batch = next_batch(batch, run.len(), elapsed, cap, TARGET_BATCH);
+                learned().batches.insert(key.clone(), batch);
+                continue;
+            };
+            if kept > 0 {
+                self.shared().stats.kept_chunks += kept as u64;
+                log::info!(
+                    "gpu: {} kept {kept} of {} chunk(s) of a call that stopped ({e})",
+                    k.device.id,
+                    run.len()
+                );
+            }
+            let left = run.len() - kept;
+            let mut q = lock(queue);
+            for chunk in run.into_iter().skip(kept).rev() {
+                q.push_front(chunk);
+            }
+            drop(q);
+            if matches!(e, GpuError::OutOfMemory(_)) {
+                let mut s = self.shared();
+                s.stats.out_of_memory += 1;
+                if left > 1 {
+                    // Fewer chunks at once, for the rest of this claim (a cap only ever comes
+                    // down).
+                    batch = left / 2;
+                    let cap = s.batch_cap.entry(key.clone()).or_insert(batch);
+                    *cap = (*cap).min(batch);
+                    learned().batches.insert(key.clone(), batch);
+                    drop(s);
+                    log::info!(
+                        "gpu: {} ran out of memory on {left} chunks ({e}); taking {batch}",
+                        k.device.id
+                    );
+                    continue;
                 }
             }
+            if matches!(e, GpuError::Interrupted) {
+                self.release(k, true);
+            } else {
+                self.fail(k, &e);
+            }
+            return None;
         }
     }
 
@@ -842,6 +855,7 @@ impl ClaimInner {
         report.peak_device_bytes = s.peak_device;
         report.gpu_failures = s.failures;
         report.out_of_memory = s.out_of_memory;
+        report.kept_chunks = s.kept_chunks;
     }
 }
 

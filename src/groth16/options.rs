@@ -180,6 +180,10 @@ pub struct ProofReport {
     /// Times a device ran out of memory: it then takes fewer chunks at once, or, at one chunk,
     /// counts as a GPU failure and the CPU does the work.
     pub out_of_memory: u64,
+    /// Chunks that device calls stopped early (preempted, or failed) had finished and kept: a
+    /// call computes its chunks in pieces, each summed and brought back whole, so only the
+    /// piece in progress is lost.
+    pub kept_chunks: u64,
 }
 
 impl ProofReport {
@@ -206,7 +210,7 @@ impl ProofReport {
              \"returns_to_gpu\":{},\
              \"cpu_chunks_without_retry\":{},\"wait_ms\":{},\
              \"handover_ms\":{},\"yield_ms\":{},\"live_device_bytes_at_release\":{},\
-             \"peak_device_bytes\":{},\"gpu_failures\":{},\"out_of_memory\":{}}}",
+             \"peak_device_bytes\":{},\"gpu_failures\":{},\"out_of_memory\":{},\"kept_chunks\":{}}}",
             self.priority,
             ms(self.total),
             ms(self.synthesis),
@@ -227,7 +231,8 @@ impl ProofReport {
             self.live_device_bytes_at_release,
             self.peak_device_bytes,
             self.gpu_failures,
-            self.out_of_memory
+            self.out_of_memory,
+            self.kept_chunks
         )
     }
 }
@@ -298,7 +303,7 @@ mod tests {
             "{j}"
         );
         assert!(
-            j.ends_with("\"gpu_failures\":0,\"out_of_memory\":0}"),
+            j.ends_with("\"gpu_failures\":0,\"out_of_memory\":0,\"kept_chunks\":0}"),
             "{j}"
         );
     }

@@ -44,6 +44,11 @@ pub trait GpuCurve: CurveAffine {
     /// to fill the device, while each added segment costs two more parts to fold. A G2 work-item
     /// holds twice the registers of a G1 one, so fewer fill the device.
     const LAUNCH_SEGMENTS: usize;
+    /// Terms of one piece of a call ([`MultiexpKernel::multiexp_in_pieces`]): about 40-50 ms
+    /// of device work on the H200, so that a preempted call loses about half that on average,
+    /// and large enough that the window stays at 16 bits and a piece's fixed steps (the count's
+    /// round trip, the folds and the weighing) are a small part of it.
+    const PIECE_TERMS: usize;
     /// Writes the `2 * COORD_LIMBS` 32-bit limbs of `x` then `y` in Montgomery form (R = 2^384,
     /// blst's form and the device's), zeros for the identity, straight into `out` (the staging
     /// memory: no intermediate vector, as this runs for every base of every call).
@@ -78,6 +83,7 @@ impl GpuCurve for G1Affine {
     const COORD_LIMBS: usize = FQ_LIMBS;
     const LAUNCH_ENTRIES: usize = 1 << 23;
     const LAUNCH_SEGMENTS: usize = 1 << 17;
+    const PIECE_TERMS: usize = 1 << 22;
 
     fn write_coords(&self, out: &mut [u32]) {
         let raw: &blst::blst_p1_affine = self.as_ref();
@@ -102,6 +108,7 @@ impl GpuCurve for G2Affine {
     const COORD_LIMBS: usize = 2 * FQ_LIMBS;
     const LAUNCH_ENTRIES: usize = 1 << 21;
     const LAUNCH_SEGMENTS: usize = 1 << 16;
+    const PIECE_TERMS: usize = 1 << 20;
 
     fn write_coords(&self, out: &mut [u32]) {
         let raw: &blst::blst_p2_affine = self.as_ref();
@@ -217,6 +224,35 @@ impl Plan {
     }
 }
 
+/// What a call over pieces computed ([`MultiexpKernel::multiexp_in_pieces`]).
+#[derive(Debug)]
+pub struct PieceSums<C> {
+    /// The sum of the terms of the first `done` pieces.
+    pub sum: C,
+    /// Pieces finished, counted from the first.
+    pub done: usize,
+    /// What stopped the call before its last piece (`None`: every piece is in `sum`).
+    pub stopped: Option<GpuError>,
+}
+
+impl<C> PieceSums<C> {
+    /// The whole sum, or the error that stopped the call (finished pieces then count for
+    /// nothing).
+    pub fn into_result(self) -> Result<C, GpuError> {
+        match self.stopped {
+            None => Ok(self.sum),
+            Some(e) => Err(e),
+        }
+    }
+}
+
+/// Ends of the pieces of `n` terms, at most `piece` terms each and as equal as may be (a
+/// remainder of a few terms would be a piece of its own otherwise).
+pub fn piece_ends(n: usize, piece: usize) -> Vec<usize> {
+    let count = n.div_ceil(piece.max(1));
+    (1..=count).map(|i| n * i / count).collect()
+}
+
 /// Terms of the warm-up multiexp ([`MultiexpKernel::warm_up`]): a 9-bit window, whose weighing
 /// sums runs of groups, and with every term equal, buckets long enough to be folded in passes, so
 /// that every kernel a call can use is launched.
@@ -235,6 +271,8 @@ pub struct MultiexpKernel {
     launch_entries: AtomicUsize,
     /// Launches of `msm_segments` so far (read by tests).
     segment_launches: AtomicUsize,
+    /// Pieces of calls summed so far (read by tests).
+    pieces_summed: AtomicUsize,
     /// This kernel's device buffers.
     memory: DeviceMemory,
 }
@@ -250,6 +288,7 @@ impl MultiexpKernel {
             fail_bases_upload: AtomicBool::new(false),
             launch_entries: AtomicUsize::new(0),
             segment_launches: AtomicUsize::new(0),
+            pieces_summed: AtomicUsize::new(0),
             memory: DeviceMemory::default(),
         };
         std::thread::scope(|scope| {
@@ -274,6 +313,12 @@ impl MultiexpKernel {
         n * (4 * 2 * G::COORD_LIMBS as u64 + 32 + 4 * plan.windows as u64)
             + plan.bucket_count() as u64 * (point + 8)
             + segments * 2 * point
+    }
+
+    /// Device memory of the inputs of `n` terms (bases and scalars): what the next piece of a
+    /// call in pieces holds beside the one being summed.
+    pub fn input_bytes<G: GpuCurve>(n: usize) -> u64 {
+        n as u64 * (4 * 2 * G::COORD_LIMBS as u64 + 32)
     }
 
     /// Bytes of device memory held by multiexps running on this kernel now (0 between calls:
@@ -318,6 +363,13 @@ impl MultiexpKernel {
     #[doc(hidden)]
     pub fn take_segment_launches(&self) -> usize {
         self.segment_launches.swap(0, Ordering::Relaxed)
+    }
+
+    /// Pieces of calls this kernel has summed since it was made (for tests that stop a call in
+    /// pieces after its first).
+    #[doc(hidden)]
+    pub fn pieces_summed(&self) -> usize {
+        self.pieces_summed.load(Ordering::Relaxed)
     }
 
     fn program(&self, group: &str) -> Result<Arc<BuiltProgram>, GpuError> {
@@ -375,7 +427,9 @@ impl MultiexpKernel {
         // Nothing to interrupt: the bucket sums go in one launch, with segments as long as fill
         // the device (at 2^24 G1 terms, segments of 512 rather than 64: 430 ms against 480 ms
         // of sums on the H200, sixth session).
-        self.run(bases, scalars, &|| false, false)
+        let ends = piece_ends(bases.len(), G::PIECE_TERMS);
+        self.run(bases, scalars, &ends, &|| false, false)
+            .into_result()
     }
 
     /// [`MultiexpKernel::multiexp`] that asks `interrupt` before each kernel launch and about
@@ -390,59 +444,273 @@ impl MultiexpKernel {
         scalars: &[ScalarRepr],
         interrupt: &dyn Fn() -> bool,
     ) -> Result<G::Curve, GpuError> {
-        self.run(bases, scalars, interrupt, true)
+        self.run(bases, scalars, &[bases.len()], interrupt, true)
+            .into_result()
     }
 
-    /// The two above: `bounded` cuts the bucket sums into launches of `LAUNCH_ENTRIES`.
+    /// [`MultiexpKernel::multiexp_interruptible`] over consecutive pieces of the terms, the
+    /// pieces ending at `ends` (increasing, the last the number of terms), one after another,
+    /// each summed and brought back whole: a call stopped by `interrupt` (or a failure) keeps
+    /// the pieces it finished, and only the piece in progress is lost. The next pieces' scalars
+    /// and bases go up on the transfer queue while the device sums the current one (at most two
+    /// pieces' inputs on the device at once), so a piece costs little more than its share of one
+    /// long call.
+    pub fn multiexp_in_pieces<G: GpuCurve>(
+        &self,
+        bases: &[G],
+        scalars: &[ScalarRepr],
+        ends: &[usize],
+        interrupt: &dyn Fn() -> bool,
+    ) -> PieceSums<G::Curve> {
+        self.run(bases, scalars, ends, interrupt, true)
+    }
+
+    /// The calls above: `bounded` cuts the bucket sums into launches of `LAUNCH_ENTRIES`.
     fn run<G: GpuCurve>(
         &self,
         bases: &[G],
         scalars: &[ScalarRepr],
+        ends: &[usize],
         interrupt: &dyn Fn() -> bool,
         bounded: bool,
-    ) -> Result<G::Curve, GpuError> {
+    ) -> PieceSums<G::Curve> {
+        let stopped = |e: GpuError| PieceSums {
+            sum: G::Curve::identity(),
+            done: 0,
+            stopped: Some(e),
+        };
         let n = bases.len();
         if n != scalars.len() {
-            return Err(GpuError::InvalidInput(format!(
+            return stopped(GpuError::InvalidInput(format!(
                 "{n} bases but {} scalars",
                 scalars.len()
             )));
         }
         if self.fail.load(Ordering::Relaxed) {
-            return Err(GpuError::Ocl(format!(
+            return stopped(GpuError::Ocl(format!(
                 "injected failure on {}",
                 self.device.name
             )));
         }
         if n == 0 {
-            return Ok(G::Curve::identity());
+            return PieceSums {
+                sum: G::Curve::identity(),
+                done: 0,
+                stopped: None,
+            };
         }
-        if n > u32::MAX as usize / 8 {
-            return Err(GpuError::InvalidInput(format!(
-                "{n} terms do not fit one launch"
+        let mut start = 0;
+        for &end in ends {
+            if end <= start || end - start > u32::MAX as usize / 8 {
+                return stopped(GpuError::InvalidInput(format!(
+                    "pieces ending at {ends:?} do not cut {n} terms into launches"
+                )));
+            }
+            start = end;
+        }
+        if start != n {
+            return stopped(GpuError::InvalidInput(format!(
+                "pieces ending at {ends:?} do not cover {n} terms"
             )));
         }
-        let built = self.program(G::NAME)?;
-        let result = self.sum_on_device(&built, bases, scalars, interrupt, bounded);
+        let built = match self.program(G::NAME) {
+            Ok(built) => built,
+            Err(e) => return stopped(e),
+        };
+        let result = self.sum_pieces(&built, bases, scalars, ends, interrupt, bounded);
         // After an error, what is enqueued still runs: the device is not handed on busy.
-        if result.is_err() {
+        if result.stopped.is_some() {
             let _ = built.queue.finish();
             let _ = built.transfer_queue.finish();
         }
         result
     }
 
-    /// The device's part of `run`, for 1 to `u32::MAX / 8` terms.
-    fn sum_on_device<G: GpuCurve>(
+    /// The device's part of `run`: a thread uploads each piece's scalars, then its bases, on the
+    /// transfer queue, at most two pieces ahead of the sums (a piece's inputs are freed when it
+    /// is summed, which lets the thread start the one after the next), while this thread sorts
+    /// and sums each piece as its inputs arrive.
+    fn sum_pieces<G: GpuCurve>(
         &self,
         built: &BuiltProgram,
         bases: &[G],
         scalars: &[ScalarRepr],
+        ends: &[usize],
+        interrupt: &dyn Fn() -> bool,
+        bounded: bool,
+    ) -> PieceSums<G::Curve> {
+        let ranges: Vec<std::ops::Range<usize>> = std::iter::once(0)
+            .chain(ends.iter().copied())
+            .zip(ends.iter().copied())
+            .map(|(start, end)| start..end)
+            .collect();
+        let mut out = PieceSums {
+            sum: G::Curve::identity(),
+            done: 0,
+            stopped: None,
+        };
+        // `stop` ends the uploads early (the call failed, was interrupted, or is done).
+        let stop = AtomicBool::new(false);
+        let (credit, credits) = std::sync::mpsc::channel::<()>();
+        let (scalars_sent, scalars_in) = std::sync::mpsc::channel();
+        let (bases_sent, bases_in) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            let uploader = std::thread::Builder::new()
+                .name("gpu-upload".into())
+                .spawn_scoped(scope, || {
+                    self.upload_pieces(
+                        built,
+                        bases,
+                        scalars,
+                        &ranges,
+                        credits,
+                        scalars_sent,
+                        bases_sent,
+                        &stop,
+                    )
+                });
+            let uploader = match uploader {
+                Ok(uploader) => uploader,
+                Err(e) => {
+                    out.stopped = Some(GpuError::Ocl(format!(
+                        "cannot start the upload thread: {e}"
+                    )));
+                    return;
+                }
+            };
+            // Two pieces may go up at once: the first, and the next while it is summed.
+            let _ = credit.send(());
+            let _ = credit.send(());
+            for range in &ranges {
+                let piece = self.sum_piece::<G>(
+                    built,
+                    range.len(),
+                    &scalars_in,
+                    &bases_in,
+                    interrupt,
+                    bounded,
+                );
+                match piece {
+                    Ok(sum) => {
+                        out.sum += sum;
+                        out.done += 1;
+                        self.pieces_summed.fetch_add(1, Ordering::Relaxed);
+                        let _ = credit.send(());
+                    }
+                    Err(e) => {
+                        out.stopped = Some(e);
+                        break;
+                    }
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+            drop(credit);
+            // Inputs that arrived for pieces not summed are dropped (freed) here, before the
+            // call returns and the device may be released; the thread drops the rest itself.
+            drop((scalars_in, bases_in));
+            if uploader.join().is_err() && out.stopped.is_none() {
+                out.stopped = Some(GpuError::Ocl(
+                    "the thread uploading the terms panicked".into(),
+                ));
+            }
+        });
+        out
+    }
+
+    /// The upload thread of `sum_pieces`: for each piece, after a credit, its scalars then its
+    /// bases, each sent to the summing thread as it arrives (or the error that stopped it).
+    #[allow(clippy::too_many_arguments)]
+    fn upload_pieces<'k, G: GpuCurve>(
+        &'k self,
+        built: &BuiltProgram,
+        bases: &[G],
+        scalars: &[ScalarRepr],
+        ranges: &[std::ops::Range<usize>],
+        credits: std::sync::mpsc::Receiver<()>,
+        scalars_sent: std::sync::mpsc::Sender<Result<TrackedBuffer<'k>, GpuError>>,
+        bases_sent: std::sync::mpsc::Sender<Result<TrackedBuffer<'k>, GpuError>>,
+        stop: &AtomicBool,
+    ) {
+        let affine_limbs = 2 * G::COORD_LIMBS;
+        let stopped = || stop.load(Ordering::Relaxed);
+        let q = &built.queue;
+        for range in ranges {
+            if credits.recv().is_err() || stopped() {
+                return;
+            }
+            let n = range.len();
+            // The limbs are written straight into pinned staging memory, by threads of the
+            // staging's own, not a rayon pool: the CPU's share of the same multiexp keeps the
+            // pools busy, and the device would wait behind it.
+            let piece_scalars = &scalars[range.clone()];
+            let uploaded = TrackedBuffer::new(q, n * 8, None, &self.memory).and_then(|buffer| {
+                built.with_transfer_staging(|staging| {
+                    staging.upload(
+                        &built.transfer_queue,
+                        &buffer,
+                        n * 8,
+                        8,
+                        &|start, out| {
+                            for (slot, s) in
+                                out.chunks_exact_mut(8).zip(&piece_scalars[start / 8..])
+                            {
+                                write_limbs(s.limbs(), slot);
+                            }
+                        },
+                        &stopped,
+                    )
+                })?;
+                Ok(buffer)
+            });
+            let failed = uploaded.is_err();
+            if scalars_sent.send(uploaded).is_err() || failed {
+                return;
+            }
+            let piece_bases = &bases[range.clone()];
+            let injected = self.fail_bases_upload.load(Ordering::Relaxed);
+            let uploaded =
+                TrackedBuffer::new(q, n * affine_limbs, None, &self.memory).and_then(|buffer| {
+                    if injected {
+                        return Err(GpuError::Ocl(
+                            "injected failure of the bases' upload".into(),
+                        ));
+                    }
+                    built.with_transfer_staging(|staging| {
+                        staging.upload(
+                            &built.transfer_queue,
+                            &buffer,
+                            n * affine_limbs,
+                            affine_limbs,
+                            &|start, out| {
+                                let first = start / affine_limbs;
+                                let slots = out.chunks_exact_mut(affine_limbs);
+                                for (slot, b) in slots.zip(&piece_bases[first..]) {
+                                    b.write_coords(slot);
+                                }
+                            },
+                            &stopped,
+                        )
+                    })?;
+                    Ok(buffer)
+                });
+            let failed = uploaded.is_err();
+            if bases_sent.send(uploaded).is_err() || failed {
+                return;
+            }
+        }
+    }
+
+    /// One piece of `sum_pieces`, of `n` terms (1 to `u32::MAX / 8`): its scalars and bases come
+    /// from the upload thread, in that order.
+    fn sum_piece<G: GpuCurve>(
+        &self,
+        built: &BuiltProgram,
+        n: usize,
+        scalars_in: &std::sync::mpsc::Receiver<Result<TrackedBuffer<'_>, GpuError>>,
+        bases_in: &std::sync::mpsc::Receiver<Result<TrackedBuffer<'_>, GpuError>>,
         interrupt: &dyn Fn() -> bool,
         bounded: bool,
     ) -> Result<G::Curve, GpuError> {
-        let n = bases.len();
-        let affine_limbs = 2 * G::COORD_LIMBS;
         let point_limbs = 3 * G::COORD_LIMBS;
         let plan = Plan::new(n);
         // The device sums the bucket counts in 32-bit words; this many entries could not wrap.
@@ -458,82 +726,23 @@ impl MultiexpKernel {
         let check = || interrupted(&q, interrupt);
         let kernel = |name: &str, items: usize| kernel_builder::<G>(built, name, items);
         phases.mark(&q, "program")?;
-        // The bases (three quarters of a G1 call's bytes) go up on the transfer queue, from a
-        // thread of their own, while this thread uploads the scalars, counts them into buckets
-        // and sorts them: the sort needs only the scalars, so the bus and the device then work at
-        // once. The bases are waited for before the bucket sums, the first kernel to read them.
-        let bases_buf = TrackedBuffer::new(&q, n * affine_limbs, None, memory)?;
-        // `stop` ends the upload early (the call failed, was interrupted, or has nothing to
-        // sum); `failed` ends the sort early when the upload failed.
-        let stop = AtomicBool::new(false);
-        let failed = AtomicBool::new(false);
-        let (sender, arrival) = std::sync::mpsc::channel();
-        let (sorted, bases_took) = std::thread::scope(|scope| {
-            let upload = std::thread::Builder::new()
-                .name("gpu-upload".into())
-                .spawn_scoped(scope, || {
-                    let began = std::time::Instant::now();
-                    let injected = self.fail_bases_upload.load(Ordering::Relaxed);
-                    let result = built.with_transfer_staging(|staging| {
-                        if injected {
-                            return Err(GpuError::Ocl(
-                                "injected failure of the bases' upload".into(),
-                            ));
-                        }
-                        staging.upload(
-                            &built.transfer_queue,
-                            &bases_buf,
-                            n * affine_limbs,
-                            affine_limbs,
-                            &|start, out| {
-                                let first = start / affine_limbs;
-                                let slots = out.chunks_exact_mut(affine_limbs);
-                                for (slot, b) in slots.zip(&bases[first..]) {
-                                    b.write_coords(slot);
-                                }
-                            },
-                            &|| stop.load(Ordering::Relaxed),
-                        )
-                    });
-                    if result.is_err() {
-                        failed.store(true, Ordering::Relaxed);
-                    }
-                    let _ = sender.send(result.map(|()| began.elapsed()));
-                })
-                .map_err(|e| GpuError::Ocl(format!("cannot start the upload thread: {e}")))?;
-            let sorted =
-                self.sort_on_device::<G>(built, scalars, &plan, bounded, &mut phases, &|| {
-                    failed.load(Ordering::Relaxed) || interrupt()
-                });
-            // The rest of the bases are waited for, still asking `interrupt`, only if there is
-            // something to sum.
-            let uploaded = match &sorted {
-                Ok(Some(_)) => receive_interruptible(&arrival, interrupt),
-                _ => Err(GpuError::Interrupted),
-            };
-            if uploaded.is_err() {
-                stop.store(true, Ordering::Relaxed);
-            }
-            let joined = upload.join();
-            // The error to report: a device error rather than the interruption it caused.
-            let uploaded = match (joined, uploaded) {
-                (Err(_), _) => Err(GpuError::Ocl(
-                    "the thread uploading the bases panicked".into(),
-                )),
-                (Ok(()), Err(GpuError::Interrupted)) => match arrival.try_recv() {
-                    Ok(Err(e)) if !matches!(e, GpuError::Interrupted) => Err(e),
-                    _ => Err(GpuError::Interrupted),
-                },
-                (Ok(()), uploaded) => uploaded,
-            };
-            match (sorted, uploaded) {
-                (Ok(None), _) => Ok((None, std::time::Duration::ZERO)),
-                (Ok(Some(sorted)), Ok(took)) => Ok((Some(sorted), took)),
-                (Ok(Some(_)), Err(e)) => Err(e),
-                (Err(GpuError::Interrupted), Err(e)) => Err(e),
-                (Err(e), _) => Err(e),
-            }
-        })?;
+        // The sort needs only the scalars; the bases, three quarters of a G1 piece's bytes, are
+        // still going up meanwhile, and are waited for before the bucket sums, the first kernel
+        // to read them.
+        let scalars_buf = receive_interruptible(scalars_in, interrupt)?;
+        phases.mark(&q, "scalars")?;
+        let sorted = self.sort_on_device::<G>(
+            built,
+            &scalars_buf,
+            n,
+            &plan,
+            bounded,
+            &mut phases,
+            interrupt,
+        )?;
+        drop(scalars_buf);
+        // Received even when there is nothing to sum, so that the next piece's inputs come next.
+        let bases_buf = receive_interruptible(bases_in, interrupt)?;
         phases.mark(&q, "bases")?;
         let Some(sorted) = sorted else {
             return Ok(G::Curve::identity());
@@ -677,8 +886,8 @@ impl MultiexpKernel {
         phases.mark(&q, "host sum")?;
         if let Some(steps) = phases.summary() {
             log::debug!(
-                "gpu: {} multiexp of {n} terms (c = {}, {total} entries, segments of {segment}): \
-                 {steps} (the bases' upload beside them {bases_took:.2?})",
+                "gpu: {} multiexp piece of {n} terms (c = {}, {total} entries, segments of \
+                 {segment}): {steps}",
                 G::NAME,
                 plan.c,
             );
@@ -686,43 +895,25 @@ impl MultiexpKernel {
         Ok(acc)
     }
 
-    /// Steps 1 and 2 of a call on `queue`: uploads the scalars, counts the terms of each
-    /// bucket (the device turns the counts into offsets and lists the long buckets, whose folds
-    /// the host plans) and sorts the terms by bucket. `None` when every digit is zero.
+    /// Steps 1 and 2 of a piece on `queue`, from its `n` scalars on the device: counts the terms
+    /// of each bucket (the device turns the counts into offsets and lists the long buckets, whose
+    /// folds the host plans) and sorts the terms by bucket. `None` when every digit is zero.
+    #[allow(clippy::too_many_arguments)]
     fn sort_on_device<G: GpuCurve>(
         &self,
         built: &BuiltProgram,
-        scalars: &[ScalarRepr],
+        scalars_buf: &TrackedBuffer<'_>,
+        n: usize,
         plan: &Plan,
         bounded: bool,
         phases: &mut PhaseTimer,
         interrupt: &dyn Fn() -> bool,
     ) -> Result<Option<Sorted<'_>>, GpuError> {
-        let n = scalars.len();
         let bucket_count = plan.bucket_count();
         let q = &built.queue;
         let memory = &self.memory;
         let check = || interrupted(q, interrupt);
         let kernel = |name: &str, items: usize| kernel_builder::<G>(built, name, items);
-        let scalars_buf = TrackedBuffer::new(q, n * 8, None, memory)?;
-        // The limbs are written straight into pinned staging memory, on threads of their own,
-        // not a rayon pool: the CPU's share of the same multiexp keeps the pools busy, and the
-        // device would wait behind it.
-        built.with_staging(|staging| {
-            staging.upload(
-                q,
-                &scalars_buf,
-                n * 8,
-                8,
-                &|start, out| {
-                    for (slot, s) in out.chunks_exact_mut(8).zip(&scalars[start / 8..]) {
-                        write_limbs(s.limbs(), slot);
-                    }
-                },
-                interrupt,
-            )
-        })?;
-        phases.mark(q, "scalars")?;
 
         // Small tables (the fold ranges) cross through the pinned staging memory too: from
         // ordinary memory a 2 MiB table (16-bit windows) took over a millisecond each way.
@@ -747,7 +938,7 @@ impl MultiexpKernel {
         check()?;
         launch(
             &kernel("msm_count", n)
-                .arg(&*scalars_buf)
+                .arg(&**scalars_buf)
                 .arg(&*cursor)
                 .arg(n as u32)
                 .arg(plan.c as u32)
@@ -817,7 +1008,7 @@ impl MultiexpKernel {
         check()?;
         let done = enqueue(
             &kernel("msm_scatter", n)
-                .arg(&*scalars_buf)
+                .arg(&**scalars_buf)
                 .arg(&*cursor)
                 .arg(&*entries)
                 .arg(n as u32)
