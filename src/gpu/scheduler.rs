@@ -219,6 +219,9 @@ const LONG_PROBE_GAP: Duration = Duration::from_millis(50);
 /// How often the watcher probes idle devices.
 const WATCH_STEP: Duration = Duration::from_millis(2);
 
+/// How often a prover computing a CPU chunk of a multiexp tries for the devices it lacks.
+const RETURN_STEP: Duration = Duration::from_millis(2);
+
 fn max_opt(a: Option<Duration>, b: Duration) -> Option<Duration> {
     Some(a.map_or(b, |a| a.max(b)))
 }
@@ -548,7 +551,13 @@ impl ClaimInner {
             };
             let mut workers: Vec<_> = held.into_iter().map(spawn).collect();
             loop {
-                workers.extend(this.try_take().into_iter().map(spawn));
+                let mut fresh = this.try_take();
+                if queue_len(&queue) > 0 {
+                    // Devices parked by their workers when the queue was empty, for chunks that
+                    // another device's stopped call put back since.
+                    fresh.extend(std::mem::take(&mut *lock(&this.idle)));
+                }
+                workers.extend(fresh.into_iter().map(spawn));
                 let running = workers.iter().filter(|w| !w.is_finished()).count();
                 let pool = cpu_pool(this.priority, running > 0);
                 let rates = this.rates(G::NAME, pool);
@@ -576,7 +585,22 @@ impl ClaimInner {
                     Some((range, pool)) => {
                         let started = Instant::now();
                         let terms = range.len();
-                        let part = cpu_part(bases, scalars, range, pool);
+                        // Computed on a thread of its own while this one tries for the devices
+                        // every `RETURN_STEP`: a device freed in the middle of the chunk gets a
+                        // worker at once, not at the chunk's end (on the H200 the device stood
+                        // free 20-45 ms after each high proof while a low one's CPU chunk went
+                        // on, at 2^24).
+                        let part = std::thread::scope(|inner| {
+                            let cpu = inner.spawn(|| cpu_part(bases, scalars, range, pool));
+                            while !cpu.is_finished() {
+                                std::thread::sleep(RETURN_STEP);
+                                if queue_len(&queue) > 0 {
+                                    workers.extend(this.try_take().into_iter().map(spawn));
+                                }
+                            }
+                            cpu.join()
+                        })
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
                         *lock(&sum) += part;
                         let mut s = this.shared();
                         s.stats.cpu_chunks += 1;
@@ -680,7 +704,12 @@ impl ClaimInner {
                 run
             };
             let (Some(first), Some(last)) = (run.first(), run.last()) else {
-                return Some(k);
+                // Parked with the idle devices at once, where the watcher probes it: handed
+                // back through the thread's end, it went unprobed until the multiexp's loop
+                // ended, which waits for the CPU's chunk in progress (183 ms once, at 2^24 on
+                // the H200, which a high prover waited out).
+                lock(&self.idle).push(k);
+                return None;
             };
             let range = first.start..last.end;
             let ends: Vec<usize> = run.iter().map(|c| c.end - range.start).collect();
