@@ -2,24 +2,26 @@
 //!
 //! ```text
 //! cargo run --release --features gpu --example prover -- --demo [--fake] [--low K] [--high K] \
-//!     [--rounds N] [--alone]
+//!     [--rounds N] [--alone] [--low-holds-ms MS]
 //! cargo run --release --features gpu --example prover -- --circuit squares|sha256 \
 //!     --log2-constraints K --priority low|normal|high --proofs N [--json] [--after-go]
 //! ```
 //!
 //! A prover run generates the circuit's parameters once and caches them under `params-cache/`,
 //! proves `N` times, verifies each proof, and prints one line per proof (with `--json`, one JSON
-//! object per line on stdout: `verified` plus the prover's report). `--demo` starts a long
-//! low-priority prover and a short high-priority one, as separate processes of this example (the
-//! high one readied ahead, `--after-go`, and started once the low one has held the GPU 300 ms); it samples the lock files every 2 ms and prints who held the GPU
-//! when, and writes the timeline as an SVG chart (`demo-timeline.svg`, or `--svg FILE`). `--fake`
-//! (or a machine without an OpenCL GPU) runs the demo on a fake device of known speed.
-//! `--rounds N` runs N high-priority proofs one after another while the low one lives and prints
-//! the hand-over latency's p50 and p99; `--alone` first times each prover alone, and prints what
-//! the low-priority proof lost against how long the high ones held the GPU. `--after-go` makes a
-//! prover ready itself (parameters read, GPUs readied) and then start each proof when a line
-//! arrives on stdin, as a service does with requests (with `--json` it first prints
-//! `{"ready":true}`); the demo starts its high-priority provers this way.
+//! object per line on stdout: `verified` plus the prover's report). `--demo` starts a
+//! low-priority proving service and a high-priority one, as separate processes of this example
+//! (each ready before its first proof, `--after-go`); the low one proves one proof after another,
+//! and each high proof starts once the low one has held the GPU for `--low-holds-ms` (300 by
+//! default). It samples the lock files every 2 ms, prints who held the GPU when, and writes the
+//! timeline as an SVG chart (`demo-timeline.svg`, or `--svg FILE`). `--fake` (or a machine
+//! without an OpenCL GPU) runs the demo on a fake device of known speed. `--rounds N` runs N
+//! high-priority proofs and prints the hand-over latency's p50 and p99; `--alone` first has each
+//! service prove alone (three proofs, the median of the last two counted), and prints what the
+//! low-priority proofs lost, in all and after synthesis, against how long the high ones held the
+//! GPU. `--after-go` makes a prover ready itself (parameters read, GPUs readied) and then start
+//! each proof when a line arrives on stdin, as a service does with requests (with `--json` it
+//! first prints `{"ready":true}`).
 
 #[path = "../tests/circuits/mod.rs"]
 mod circuits;
@@ -50,6 +52,7 @@ struct Args {
     rounds: usize,
     alone: bool,
     after_go: bool,
+    low_holds_ms: u32,
     svg: PathBuf,
 }
 
@@ -68,6 +71,7 @@ impl Default for Args {
             rounds: 1,
             alone: false,
             after_go: false,
+            low_holds_ms: 300,
             svg: "demo-timeline.svg".into(),
         }
     }
@@ -104,6 +108,7 @@ fn parse() -> Result<Args, String> {
             "--rounds" => a.rounds = number(value()?)? as usize,
             "--alone" => a.alone = true,
             "--after-go" => a.after_go = true,
+            "--low-holds-ms" => a.low_holds_ms = number(value()?)?,
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -280,7 +285,7 @@ fn main() {
             eprintln!(
                 "usage: prover [--circuit squares|sha256] [--log2-constraints K] \
                  [--priority low|normal|high] [--proofs N] [--json] [--after-go]\n       \
-                 prover --demo [--fake] [--low K] [--high K] [--rounds N] [--alone] [--svg FILE]"
+                 prover --demo [--fake] [--low K] [--high K] [--rounds N] [--alone] [--low-holds-ms MS] [--svg FILE]"
             );
             std::process::exit(2);
         }
@@ -288,7 +293,15 @@ fn main() {
     let result = if a.demo {
         #[cfg(feature = "gpu")]
         {
-            demo::run(a.low, a.high, a.rounds, a.alone, a.fake, &a.svg)
+            demo::run(
+                a.low,
+                a.high,
+                a.rounds,
+                a.alone,
+                std::time::Duration::from_millis(a.low_holds_ms.into()),
+                a.fake,
+                &a.svg,
+            )
         }
         #[cfg(not(feature = "gpu"))]
         {

@@ -9,16 +9,14 @@ use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
 use preemptible_groth16::gpu::locks;
 use reports::{field, quantile};
 use std::error::Error;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// How long the low prover holds the GPU before a high one starts its proof.
-const LOW_HOLDS_FIRST: Duration = Duration::from_millis(300);
-
-/// One process of the demo.
+/// One proof of the demo.
+#[derive(Clone)]
 struct Role {
     name: &'static str,
     k: u32,
@@ -40,18 +38,7 @@ impl Drop for Reaped {
     }
 }
 
-fn spawn(k: u32, priority: &str) -> Result<Reaped, Box<dyn Error>> {
-    Ok(Reaped(
-        Command::new(std::env::current_exe()?)
-            .args(["--circuit", "squares", "--log2-constraints"])
-            .arg(k.to_string())
-            .args(["--priority", priority, "--json"])
-            .stdout(Stdio::piped())
-            .spawn()?,
-    ))
-}
-
-/// A high-priority proving service: one process started before the rounds, its parameters read
+/// A proving service: one process started before the rounds, its parameters read
 /// and its GPUs readied (a new process spends about half a second on that), proving one proof
 /// per "go" line on stdin, as a service proves on request. The hand-over then measures
 /// preemption, not process start-up, and no service start competes with the low prover for the
@@ -136,38 +123,21 @@ fn role(name: &'static str, k: u32, started: Duration, t0: Instant, stdout: &str
     }
 }
 
-/// Waits for a prover and returns its pid and role (its last stdout line is its report).
-fn finish(
-    name: &'static str,
-    k: u32,
-    mut prover: Reaped,
-    started: Duration,
-    t0: Instant,
-) -> Result<(u32, Role), Box<dyn Error>> {
-    let pid = prover.0.id();
-    let mut stdout = String::new();
-    if let Some(mut out) = prover.0.stdout.take() {
-        out.read_to_string(&mut stdout)?;
-    }
-    prover.0.wait()?;
-    Ok((pid, role(name, k, started, t0, &stdout)))
-}
-
-/// One prover alone: its report.
-fn alone(k: u32, priority: &str) -> Result<String, Box<dyn Error>> {
-    let t0 = Instant::now();
-    let prover = spawn(k, priority)?;
-    Ok(finish("alone", k, prover, Duration::ZERO, t0)?.1.report)
-}
+/// Proofs each service makes alone before the rounds, after one more that is not counted (a
+/// process's first proof pays for first touches of its parameters and buffers).
+const ALONE_PROOFS: usize = 2;
 
 /// Runs the demo with a low prover of `2^low` and a high one of `2^high` constraints.
-/// With `rounds > 1`, high-priority provers run one after another while the low one lives, and
-/// the hand-over statistics are printed; with `measure_alone`, each prover first runs alone.
+/// With `rounds > 1`, high-priority proofs run one after another while the low service proves
+/// one proof after another, and the hand-over statistics are printed; with `measure_alone`, each
+/// service first proves alone. A high proof starts once the low one has held the GPU for
+/// `low_holds`.
 pub fn run(
     low: u32,
     high: u32,
     rounds: usize,
     measure_alone: bool,
+    low_holds: Duration,
     fake: bool,
     svg: &Path,
 ) -> Result<(), Box<dyn Error>> {
@@ -190,30 +160,27 @@ pub fn run(
         crate::cache_squares_params(k)?;
     }
     eprintln!(
-        "demo: low-priority proof of 2^{low} and high-priority proof of 2^{high} constraints; \
+        "demo: low-priority proofs of 2^{low} and high-priority proofs of 2^{high} constraints; \
          devices {devices:?}; locks in {}",
         dir.display()
     );
-    let alone_times = if measure_alone {
-        let h = alone(high, "high")?;
-        let l = alone(low, "low")?;
-        let ms = |r: &str| field(r, "total_ms").unwrap_or(f64::NAN);
-        println!(
-            "alone: high-priority proof {:.0} ms, low-priority proof {:.0} ms",
-            ms(&h),
-            ms(&l)
-        );
-        Some((
-            ms(&h),
-            ms(&l),
-            field(&l, "synthesis_ms").unwrap_or(f64::NAN),
-        ))
-    } else {
-        None
-    };
-
+    let rounds = rounds.max(1);
+    let alone_proofs = if measure_alone { 1 + ALONE_PROOFS } else { 0 };
     let t0 = Instant::now();
+    let mut high_service = Service::start(high, "high", rounds + alone_proofs)?;
+    // The low service proves until its stdin closes.
+    let mut low_service = Service::start(low, "low", 1 << 30)?;
+    let low_pid = low_service.child.0.id();
+    let mut alone_roles: Vec<(u32, Role)> = Vec::new();
+    for _ in 0..alone_proofs {
+        alone_roles.push(high_service.prove("alone", high, t0)?);
+    }
+    for _ in 0..alone_proofs {
+        alone_roles.push(low_service.prove("alone", low, t0)?);
+    }
+    let rounds_from = t0.elapsed();
     let stop = AtomicBool::new(false);
+    let rounds_done = AtomicBool::new(false);
     let (samples, roles) = std::thread::scope(|s| -> Result<_, Box<dyn Error>> {
         let sampler = s.spawn(|| {
             let mut samples: Vec<(Duration, Option<u32>)> = Vec::new();
@@ -226,56 +193,46 @@ pub fn run(
             }
             samples
         });
-        // The low prover (spawned anew when one ends before the rounds are done) and, one after
-        // another, the high ones.
-        let spawn_low = |roles: &Vec<(u32, Role)>| -> Result<(Reaped, Duration), Box<dyn Error>> {
-            let child = spawn(low, "low")?;
-            let pid = child.0.id();
-            let started = t0.elapsed();
-            let waited = Instant::now();
-            while locks::status(&dir, &devices[..1])?[0]
-                .holder
-                .as_ref()
-                .map(|h| h.pid)
-                != Some(pid)
-            {
-                if waited.elapsed() > Duration::from_secs(600) {
-                    return Err(format!(
-                        "the low prover never took the GPU ({} processes so far)",
-                        roles.len()
-                    )
-                    .into());
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            std::thread::sleep(LOW_HOLDS_FIRST);
-            Ok((child, started))
-        };
-        // The rounds, in a closure of their own so that the sampler is stopped on every path:
-        // an error here must not leave the scope waiting for it (and the provers it started are
-        // killed as it returns: `Reaped`, `Service`).
-        let run_rounds = || -> Result<Vec<(u32, Role)>, Box<dyn Error>> {
+        // The low service proves one proof after another until the rounds are done; its proof
+        // in progress then ends before the service does.
+        let lows = s.spawn(|| -> Result<Vec<(u32, Role)>, String> {
             let mut roles = Vec::new();
-            let mut service = Service::start(high, "high", rounds.max(1))?;
-            let (mut low_child, mut low_started) = spawn_low(&roles)?;
-            for round in 0..rounds.max(1) {
-                // The high one starts once the low one has held the GPU for `LOW_HOLDS_FIRST` (a new
-                // low prover when the last one has ended), not the moment it gets it back: a
-                // request at every return would leave the low one no device time at all.
+            while !rounds_done.load(Ordering::Relaxed) {
+                roles.push(
+                    low_service
+                        .prove("low", low, t0)
+                        .map_err(|e| e.to_string())?,
+                );
+            }
+            low_service.end().map_err(|e| e.to_string())?;
+            Ok(roles)
+        });
+        // The rounds, in a closure of their own so that the sampler and the low service are
+        // stopped on every path (the services are killed as they drop: `Reaped`).
+        let mut run_rounds = || -> Result<Vec<(u32, Role)>, Box<dyn Error>> {
+            let mut roles = Vec::new();
+            for round in 0..rounds {
+                // The high one starts once the low one has held the GPU for `low_holds`, not
+                // the moment it gets it back: a request at every return would leave the low
+                // one no device time at all.
                 let mut held_since: Option<Instant> = None;
+                let waited = Instant::now();
                 loop {
-                    if low_child.0.try_wait()?.is_some() {
-                        roles.push(finish("low", low, low_child, low_started, t0)?);
-                        (low_child, low_started) = spawn_low(&roles)?;
-                        break;
+                    if lows.is_finished() {
+                        return Err("the low service ended before the rounds did".into());
+                    }
+                    if waited.elapsed() > Duration::from_secs(600) {
+                        return Err(
+                            format!("the low prover never held the GPU in round {round}").into(),
+                        );
                     }
                     let holder = locks::status(&dir, &devices[..1])?[0]
                         .holder
                         .as_ref()
                         .map(|h| h.pid);
-                    if holder == Some(low_child.0.id()) {
+                    if holder == Some(low_pid) {
                         let since = *held_since.get_or_insert_with(Instant::now);
-                        if since.elapsed() >= LOW_HOLDS_FIRST {
+                        if since.elapsed() >= low_holds {
                             break;
                         }
                     } else {
@@ -283,35 +240,47 @@ pub fn run(
                     }
                     std::thread::sleep(Duration::from_millis(2));
                 }
-                roles.push(service.prove("high", high, t0)?);
+                roles.push(high_service.prove("high", high, t0)?);
                 if round + 1 < rounds {
                     std::thread::sleep(Duration::from_millis(200));
                 }
             }
-            service.end()?;
-            roles.push(finish("low", low, low_child, low_started, t0)?);
             Ok(roles)
         };
-        let roles = run_rounds();
+        let highs = run_rounds();
+        rounds_done.store(true, Ordering::Relaxed);
+        let lows = lows
+            .join()
+            .map_err(|_| "the low service's thread panicked")?;
         stop.store(true, Ordering::Relaxed);
         let samples = sampler.join().map_err(|_| "the sampler panicked")?;
-        Ok((samples, roles?))
+        let mut roles = highs?;
+        roles.extend(lows?);
+        roles.sort_by_key(|(_, r)| r.started);
+        Ok((samples, roles))
     })?;
+    high_service.end()?;
     let roles: Vec<(u32, Role)> = roles;
 
-    // Segments of the same holder.
+    // Segments of the same holder, from the rounds on.
     let mut segments: Vec<(Duration, Duration, Option<u32>)> = Vec::new();
-    for (t, holder) in &samples {
+    for (t, holder) in samples.iter().filter(|(t, _)| *t >= rounds_from) {
         match segments.last_mut() {
             Some(last) if last.2 == *holder => last.1 = *t,
             _ => segments.push((*t, *t, *holder)),
         }
     }
-    let name_of = |pid: Option<u32>| {
-        pid.and_then(|p| roles.iter().find(|(q, _)| *q == p).map(|(_, r)| r.name))
-            .unwrap_or(if pid.is_some() { "other" } else { "free" })
+    let high_pid = roles
+        .iter()
+        .find(|(_, r)| r.name == "high")
+        .map(|(p, _)| *p);
+    let name_of = |pid: Option<u32>| match pid {
+        Some(p) if p == low_pid => "low",
+        Some(p) if Some(p) == high_pid => "high",
+        Some(_) => "other",
+        None => "free",
     };
-    // Every segment and process when there are few; a summary of many rounds otherwise.
+    // Every segment and proof when there are few; a summary of many rounds otherwise.
     if segments.len() <= 40 {
         println!("who held {} (sampled every 2 ms):", devices[0]);
         for (a, b, holder) in &segments {
@@ -323,24 +292,27 @@ pub fn run(
             );
         }
     }
-    for (pid, r) in roles.iter().filter(|_| roles.len() <= 12) {
+    for (pid, r) in roles.iter().filter(|_| roles.len() <= 16) {
         println!(
             "{} priority (pid {pid}, 2^{} constraints): started {:.3} s, ended {:.3} s, verified {}, \
-             total {:.0} ms, hand-over {} ms, preemptions {}, returns {}, GPU chunks {} of {}",
+             total {:.0} ms, synthesis {:.0} ms, hand-over {} ms, preemptions {}, returns {}, \
+             GPU chunks {} of {}, kept {}",
             r.name,
             r.k,
             r.started.as_secs_f64(),
             r.ended.as_secs_f64(),
             r.report.contains("\"verified\":true"),
             field(&r.report, "total_ms").unwrap_or(f64::NAN),
+            field(&r.report, "synthesis_ms").unwrap_or(f64::NAN),
             field(&r.report, "handover_ms").map_or("-".into(), |h| format!("{h:.1}")),
             field(&r.report, "preemptions").unwrap_or(f64::NAN),
             field(&r.report, "returns_to_gpu").unwrap_or(f64::NAN),
             field(&r.report, "gpu_chunks").unwrap_or(f64::NAN),
             field(&r.report, "total_chunks").unwrap_or(f64::NAN),
+            field(&r.report, "kept_chunks").unwrap_or(f64::NAN),
         );
     }
-    let of = |name: &str, key: &str| -> Vec<f64> {
+    let of = |roles: &[(u32, Role)], name: &str, key: &str| -> Vec<f64> {
         let mut v: Vec<f64> = roles
             .iter()
             .filter(|(_, r)| r.name == name)
@@ -350,12 +322,10 @@ pub fn run(
         v
     };
     // A high proof that found the GPU free (the low one between proofs) has no hand-over.
-    let handovers = of("high", "handover_ms");
-    let high_totals = of("high", "total_ms");
-    let low_totals = of("low", "total_ms");
-    let low_preemptions: f64 = of("low", "preemptions").iter().sum();
-    let low_returns: f64 = of("low", "returns_to_gpu").iter().sum();
-    let low_quotient_steps: f64 = of("low", "quotient_steps_on_gpu").iter().sum();
+    let handovers = of(&roles, "high", "handover_ms");
+    let high_totals = of(&roles, "high", "total_ms");
+    let low_totals = of(&roles, "low", "total_ms");
+    let sum = |key: &str| -> f64 { of(&roles, "low", key).iter().sum() };
     let low_deferred = roles
         .iter()
         .filter(|(_, r)| r.name == "low" && r.report.contains("\"quotient_deferred\":true"))
@@ -385,30 +355,65 @@ pub fn run(
         quantile(&high_totals, 0.99),
     );
     println!(
-        "{} low-priority proofs: {:.0} ms in all, {low_preemptions} preemptions, {low_returns} \
-         returns to the GPU; {low_deferred} quotients put off, {low_quotient_steps} of their \
-         steps on a GPU",
+        "{} low-priority proofs: {:.0} ms in all, {} preemptions, {} returns to the GPU, {} chunks \
+         kept from stopped calls; {low_deferred} quotients put off, {} of their steps on a GPU",
         low_totals.len(),
         low_totals.iter().sum::<f64>(),
+        sum("preemptions"),
+        sum("returns_to_gpu"),
+        sum("kept_chunks"),
+        sum("quotient_steps_on_gpu"),
     );
-    if let Some((high_alone, low_alone, low_alone_synthesis)) = alone_times {
-        let lost = low_totals.iter().map(|t| t - low_alone).sum::<f64>();
-        // Synthesis comes before a prover claims a device, so a preemption cannot slow it; what
-        // it lost there is the CPU shared with the high provers, or noise.
-        let lost_in_synthesis = of("low", "synthesis_ms")
+    if measure_alone {
+        // The alone figures: the median of the proofs after each service's first.
+        let counted: Vec<(u32, Role)> = ["high", "low"]
             .iter()
-            .map(|t| t - low_alone_synthesis)
-            .sum::<f64>();
+            .flat_map(|name| {
+                let k = if *name == "high" { high } else { low };
+                alone_roles
+                    .iter()
+                    .filter(move |(_, r)| r.k == k && r.name == "alone")
+                    .skip(1)
+                    .take(ALONE_PROOFS)
+                    .map(move |(p, r)| (*p, Role { name, ..r.clone() }))
+            })
+            .collect();
+        let after_synthesis = |roles: &[(u32, Role)], name: &str| -> Vec<f64> {
+            let mut v: Vec<f64> = roles
+                .iter()
+                .filter(|(_, r)| r.name == name)
+                .filter_map(|(_, r)| {
+                    Some(field(&r.report, "total_ms")? - field(&r.report, "synthesis_ms")?)
+                })
+                .collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let high_alone = quantile(&of(&counted, "high", "total_ms"), 0.5);
+        let low_alone = quantile(&of(&counted, "low", "total_ms"), 0.5);
+        let low_alone_after = quantile(&after_synthesis(&counted, "low"), 0.5);
+        let lost: f64 = low_totals.iter().map(|t| t - low_alone).sum();
+        // Synthesis comes before a prover claims a device, so a preemption cannot slow it; the
+        // time after it is what the GPU's sharing can change.
+        let lost_after: f64 = after_synthesis(&roles, "low")
+            .iter()
+            .map(|t| t - low_alone_after)
+            .sum();
         println!(
-            "low-priority proof alone {low_alone:.0} ms; preempted: lost {lost:.0} ms in all \
-             (the high ones held the GPU {high_held:.0} ms), {lost_in_synthesis:.0} ms of it in \
-             witness synthesis; high-priority proof alone {high_alone:.0} ms"
+            "alone (median of {ALONE_PROOFS} after a first): high-priority proof {high_alone:.0} \
+             ms, low-priority proof {low_alone:.0} ms ({low_alone_after:.0} ms after synthesis)"
+        );
+        println!(
+            "low-priority proofs preempted: lost {lost:.0} ms in all, {lost_after:.0} ms after \
+             synthesis, for {high_held:.0} ms the high ones held the GPU: {:.2}x after synthesis",
+            lost_after / high_held.max(1e-9)
         );
     }
     write_svg(svg, &segments, &roles, &name_of)?;
     println!("timeline chart: {}", svg.display());
     if roles
         .iter()
+        .chain(&alone_roles)
         .any(|(_, r)| !r.report.contains("\"verified\":true"))
     {
         return Err("a proof did not verify".into());
