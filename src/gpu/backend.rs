@@ -111,18 +111,8 @@ impl GpuDevice {
             Engine::OpenCl { .. } => G::PIECE_TERMS,
             Engine::Fake(_) => 1,
         };
-        // Each piece ends at the end of a chunk: `ends` are the piece ends, `chunks_of` the
-        // chunks up to and including each piece.
-        let mut ends = Vec::new();
-        let mut chunks_of = Vec::new();
-        let mut start = 0;
-        for (i, &end) in chunk_ends.iter().enumerate() {
-            if end - start >= piece_terms || i + 1 == chunk_ends.len() {
-                ends.push(end);
-                chunks_of.push(i + 1);
-                start = end;
-            }
-        }
+        let chunks_of = pieces_of_chunks(chunk_ends, piece_terms);
+        let ends: Vec<usize> = chunks_of.iter().map(|&c| chunk_ends[c - 1]).collect();
         let largest = std::iter::once(0)
             .chain(ends.iter().copied())
             .zip(ends.iter().copied())
@@ -362,4 +352,75 @@ fn join<T>(handle: std::thread::ScopedJoinHandle<'_, Result<T, GpuError>>) -> Re
     handle
         .join()
         .map_err(|_| GpuError::Ocl("a kernel build thread panicked".into()))?
+}
+
+/// How a run of chunks ending at `chunk_ends` is cut into pieces of about `piece_terms` terms:
+/// for each piece, the number of chunks up to and including it. Pieces end at chunk ends (a
+/// stopped call keeps whole chunks), are as equal as the chunks allow (a last piece of one
+/// chunk would pay a whole piece's fixed steps), and are one chunk each when chunks are larger
+/// than `piece_terms`.
+fn pieces_of_chunks(chunk_ends: &[usize], piece_terms: usize) -> Vec<usize> {
+    let Some(&total) = chunk_ends.last() else {
+        return Vec::new();
+    };
+    let count = total
+        .div_ceil(piece_terms.max(1))
+        .clamp(1, chunk_ends.len());
+    let mut cuts = Vec::with_capacity(count);
+    for i in 1..=count {
+        let target = (total as u128 * i as u128 / count as u128) as usize;
+        let after = cuts.last().copied().unwrap_or(0);
+        // The first chunk end at or past the target, after the previous cut.
+        let at = after + chunk_ends[after..].partition_point(|&end| end < target);
+        let at = (at + 1).min(chunk_ends.len());
+        if at > after {
+            cuts.push(at);
+        }
+    }
+    if cuts.last() != Some(&chunk_ends.len()) {
+        cuts.push(chunk_ends.len());
+    }
+    cuts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pieces_of_chunks;
+
+    /// The piece ends for chunks of `chunk` terms up to `n`.
+    fn cut(n: usize, chunk: usize, piece: usize) -> Vec<usize> {
+        let ends: Vec<usize> = (1..=n.div_ceil(chunk))
+            .map(|i| (i * chunk).min(n))
+            .collect();
+        pieces_of_chunks(&ends, piece)
+            .iter()
+            .map(|&c| ends[c - 1])
+            .collect()
+    }
+
+    #[test]
+    fn pieces_are_whole_chunks_and_about_equal() {
+        // 199 chunks of 2^15 in pieces of 2^22 (128 chunks): two pieces of 100 and 99 chunks,
+        // not 128 and 71.
+        assert_eq!(cut(199 << 15, 1 << 15, 1 << 22), [100 << 15, 199 << 15]);
+        // 129 chunks: not 128 and a piece of one chunk.
+        assert_eq!(cut(129 << 15, 1 << 15, 1 << 22), [65 << 15, 129 << 15]);
+        // A run smaller than a piece is one piece; chunks larger than a piece are one each.
+        assert_eq!(cut(1000, 300, 4096), [1000]);
+        assert_eq!(cut(1000, 300, 1), [300, 600, 900, 1000]);
+        assert!(pieces_of_chunks(&[], 10).is_empty());
+        // Everywhere: increasing, covering the run, each piece within one chunk of the target.
+        for (n, chunk, piece) in [(12345, 100, 1000), (1 << 20, 1 << 15, 1 << 18), (77, 7, 20)] {
+            let ends = cut(n, chunk, piece);
+            assert_eq!(ends.last(), Some(&n));
+            let mut start = 0;
+            for &end in &ends {
+                assert!(
+                    end > start && end - start <= piece + chunk,
+                    "{n} {chunk} {piece}: {ends:?}"
+                );
+                start = end;
+            }
+        }
+    }
 }
