@@ -24,4 +24,4 @@ pub use device::{Device, Selection};
 pub use error::GpuError;
 pub use fft::FftKernel;
 pub use guard::{gpu_is_available, PriorityGuard};
-pub use multiexp::{multiexp_split, GpuCurve, MultiexpKernel, SplitPart};
+pub use multiexp::{multiexp_split, piece_ends, GpuCurve, MultiexpKernel, PieceSums, SplitPart};
