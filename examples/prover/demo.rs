@@ -335,6 +335,14 @@ pub fn run(
         .filter(|(_, _, h)| name_of(*h) == "high")
         .map(|(a, b, _)| (*b - *a).as_secs_f64() * 1e3)
         .sum();
+    // How long the GPU stood free after a high proof before the low one took it back: a free
+    // segment between a high one and a low one (the low prover's return latency, plus the 2 ms
+    // of sampling).
+    let returns: Vec<f64> = segments
+        .windows(3)
+        .filter(|w| name_of(w[0].2) == "high" && w[1].2.is_none() && name_of(w[2].2) == "low")
+        .map(|w| (w[2].0 - w[0].1).as_secs_f64() * 1e3)
+        .collect();
     println!(
         "{} high-priority proofs, {} of them took the GPU from a low one; hand-over: p50 {:.1} ms, \
          p99 {:.1} ms, max {:.1} ms",
@@ -354,6 +362,15 @@ pub fn run(
         quantile(&high_totals, 0.5),
         quantile(&high_totals, 0.99),
     );
+    if !returns.is_empty() {
+        println!(
+            "the GPU stood free between a high proof and the low one's return {} times: {:.0} ms \
+             in all, at most {:.0} ms",
+            returns.len(),
+            returns.iter().sum::<f64>(),
+            returns.iter().copied().fold(0.0, f64::max),
+        );
+    }
     println!(
         "{} low-priority proofs: {:.0} ms in all, {} preemptions, {} returns to the GPU, {} chunks \
          kept from stopped calls; {low_deferred} quotients put off, {} of their steps on a GPU",
