@@ -11,7 +11,6 @@ use super::multiexp::{GpuCurve, MultiexpKernel, PieceSums};
 use crate::domain::QuotientSteps;
 use crate::multiexp::ScalarRepr;
 use blstrs::Scalar;
-use group::Group;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -99,11 +98,7 @@ impl GpuDevice {
         chunk_ends: &[usize],
         interrupt: &dyn Fn() -> bool,
     ) -> PieceSums<G::Curve> {
-        let refused = |e: GpuError| PieceSums {
-            sum: G::Curve::identity(),
-            done: 0,
-            stopped: Some(e),
-        };
+        let refused = PieceSums::refused;
         if let Err(e) = Self::injected().and_then(|()| Self::failing_after()) {
             return refused(e);
         }

@@ -162,11 +162,7 @@ impl FakeDevice {
         ends: &[usize],
         interrupt: &dyn Fn() -> bool,
     ) -> PieceSums<G::Curve> {
-        let mut out = PieceSums {
-            sum: G::Curve::identity(),
-            done: 0,
-            stopped: None,
-        };
+        let mut out = PieceSums::nothing();
         let mut start = 0;
         for &end in ends {
             let (Some(b), Some(s)) = (bases.get(start..end), scalars.get(start..end)) else {

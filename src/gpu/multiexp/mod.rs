@@ -447,11 +447,7 @@ impl MultiexpKernel {
         interrupt: &dyn Fn() -> bool,
         bounded: bool,
     ) -> PieceSums<G::Curve> {
-        let stopped = |e: GpuError| PieceSums {
-            sum: G::Curve::identity(),
-            done: 0,
-            stopped: Some(e),
-        };
+        let stopped = PieceSums::refused;
         let n = bases.len();
         if n != scalars.len() {
             return stopped(GpuError::InvalidInput(format!(
@@ -466,11 +462,7 @@ impl MultiexpKernel {
             )));
         }
         if n == 0 {
-            return PieceSums {
-                sum: G::Curve::identity(),
-                done: 0,
-                stopped: None,
-            };
+            return PieceSums::nothing();
         }
         let mut start = 0;
         for &end in ends {

@@ -21,7 +21,24 @@ pub struct PieceSums<C> {
     pub stopped: Option<GpuError>,
 }
 
-impl<C> PieceSums<C> {
+impl<C: Group> PieceSums<C> {
+    /// Nothing computed yet, nothing stopped.
+    pub fn nothing() -> Self {
+        PieceSums {
+            sum: C::identity(),
+            done: 0,
+            stopped: None,
+        }
+    }
+
+    /// A call refused or failed before its first piece.
+    pub fn refused(e: GpuError) -> Self {
+        PieceSums {
+            stopped: Some(e),
+            ..Self::nothing()
+        }
+    }
+
     /// The whole sum, or the error that stopped the call (finished pieces then count for
     /// nothing).
     pub fn into_result(self) -> Result<C, GpuError> {
@@ -58,11 +75,7 @@ impl MultiexpKernel {
             .zip(ends.iter().copied())
             .map(|(start, end)| start..end)
             .collect();
-        let mut out = PieceSums {
-            sum: G::Curve::identity(),
-            done: 0,
-            stopped: None,
-        };
+        let mut out = PieceSums::nothing();
         // `stop` ends the uploads early (the call failed, was interrupted, or is done).
         let stop = AtomicBool::new(false);
         let (credit, credits) = std::sync::mpsc::channel::<()>();
