@@ -13,8 +13,8 @@
 # the peer at (default 20: its scenario generates its parameters on every run, 80 s at 2^20);
 # ALONE_SIZES the low sizes whose provers are also timed alone (default: all of LOWS; the median
 # of two proofs after a first, in the same service processes as the rounds). LOW_HOLDS_MS: how
-# long the low prover holds the GPU before each high proof starts (default 300; a 2^20 low proof
-# now holds it about 200 ms after synthesis, so use 100 there).
+# long the low prover holds the GPU before each high proof starts (default: 100 up to 2^20, whose
+# low proofs hold it about 200 ms after synthesis, and 300 above).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PEER=${PEER:-../shared/peers/bellperson-bench}
@@ -42,7 +42,7 @@ for low in $LOWS; do
         if [ "$a" = "$low" ]; then alone=(--alone); fi
     done
     "$PROVER_BIN" --demo --low "$low" --high "$HIGH" --rounds "$rounds" "${alone[@]}" \
-        --low-holds-ms "${LOW_HOLDS_MS:-300}" \
+        --low-holds-ms "${LOW_HOLDS_MS:-$([ "$low" -le 20 ] && echo 100 || echo 300)}" \
         --svg "target/preemption-$low-$HIGH.svg"
     for p in $PEER_SIZES; do
         if [ "$p" = "$low" ]; then
