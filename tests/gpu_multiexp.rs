@@ -212,15 +212,30 @@ fn a_failed_upload_of_the_bases_is_a_device_error_and_frees_everything() {
     let reprs = scalar_reprs(&scalars);
     k.inject_bases_upload_failures(true);
     let result = k.multiexp_interruptible::<G1Affine>(&bases, &reprs, &|| false);
-    k.inject_bases_upload_failures(false);
-    // The sort on the other queue stops early, and the call reports the device error (which
-    // sends the work to the CPU and marks the device failed), not an interruption (which would
-    // hand the device to a higher priority and come back to it).
+    // The call reports the device error (which sends the work to the CPU and marks the device
+    // failed), not an interruption (which would hand the device to a higher priority and come
+    // back to it).
     match result {
         Err(GpuError::Ocl(message)) => assert!(message.contains("bases"), "{message}"),
         other => panic!("expected the upload's error, got {other:?}"),
     }
     assert_eq!(k.live_device_bytes(), 0);
+    // So it does when a higher priority asks while the scalars are sorted, the failed upload
+    // beside them, in a call of two pieces.
+    for stop_at in 1..=4 {
+        let asked = std::cell::Cell::new(0usize);
+        let part = k.multiexp_in_pieces::<G1Affine>(&bases, &reprs, &[1500, 3000], &|| {
+            asked.set(asked.get() + 1);
+            asked.get() >= stop_at
+        });
+        match &part.stopped {
+            Some(GpuError::Ocl(message)) => assert!(message.contains("bases"), "{message}"),
+            other => panic!("probe {stop_at}: expected the upload's error, got {other:?}"),
+        }
+        assert_eq!(part.done, 0);
+        assert_eq!(k.live_device_bytes(), 0);
+    }
+    k.inject_bases_upload_failures(false);
     let cpu = multiexp::<G1Affine>(&bases, &reprs).unwrap();
     assert_eq!(k.multiexp_g1(&bases, &reprs).unwrap(), cpu);
 }

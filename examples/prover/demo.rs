@@ -171,6 +171,7 @@ pub fn run(
     // The low service proves until its stdin closes.
     let mut low_service = Service::start(low, "low", 1 << 30)?;
     let low_pid = low_service.child.0.id();
+    let high_service_pid = high_service.child.0.id();
     let mut alone_roles: Vec<(u32, Role)> = Vec::new();
     for _ in 0..alone_proofs {
         alone_roles.push(high_service.prove("alone", high, t0)?);
@@ -181,6 +182,9 @@ pub fn run(
     let rounds_from = t0.elapsed();
     let stop = AtomicBool::new(false);
     let rounds_done = AtomicBool::new(false);
+    // Low proofs ended so far (a round whose low proof ends before it has held the GPU for
+    // `low_holds` starts once the next one holds it).
+    let lows_ended = std::sync::atomic::AtomicUsize::new(0);
     let (samples, roles) = std::thread::scope(|s| -> Result<_, Box<dyn Error>> {
         let sampler = s.spawn(|| {
             let mut samples: Vec<(Duration, Option<u32>)> = Vec::new();
@@ -203,6 +207,7 @@ pub fn run(
                         .prove("low", low, t0)
                         .map_err(|e| e.to_string())?,
                 );
+                lows_ended.fetch_add(1, Ordering::Relaxed);
             }
             low_service.end().map_err(|e| e.to_string())?;
             Ok(roles)
@@ -217,6 +222,7 @@ pub fn run(
                 // one no device time at all.
                 let mut held_since: Option<Instant> = None;
                 let waited = Instant::now();
+                let ended_before = lows_ended.load(Ordering::Relaxed);
                 loop {
                     if lows.is_finished() {
                         return Err("the low service ended before the rounds did".into());
@@ -232,7 +238,10 @@ pub fn run(
                         .map(|h| h.pid);
                     if holder == Some(low_pid) {
                         let since = *held_since.get_or_insert_with(Instant::now);
-                        if since.elapsed() >= low_holds {
+                        // A low proof that ends first holds the GPU for less than `low_holds`
+                        // (a 2^18 one on an H200): the round then starts as the next one holds it.
+                        let shorter = lows_ended.load(Ordering::Relaxed) > ended_before;
+                        if since.elapsed() >= low_holds || shorter {
                             break;
                         }
                     } else {
@@ -254,8 +263,10 @@ pub fn run(
             .map_err(|_| "the low service's thread panicked")?;
         stop.store(true, Ordering::Relaxed);
         let samples = sampler.join().map_err(|_| "the sampler panicked")?;
+        // The low service's error first: the rounds' own error then is only its consequence.
+        let lows = lows?;
         let mut roles = highs?;
-        roles.extend(lows?);
+        roles.extend(lows);
         roles.sort_by_key(|(_, r)| r.started);
         Ok((samples, roles))
     })?;
@@ -338,9 +349,16 @@ pub fn run(
     // How long the GPU stood free after a high proof before the low one took it back: a free
     // segment between a high one and a low one (the low prover's return latency, plus the 2 ms
     // of sampling).
+    let low_ends: Vec<Duration> = roles
+        .iter()
+        .filter(|(_, r)| r.name == "low")
+        .map(|(_, r)| r.ended)
+        .collect();
     let returns: Vec<f64> = segments
         .windows(3)
         .filter(|w| name_of(w[0].2) == "high" && w[1].2.is_none() && name_of(w[2].2) == "low")
+        // Not the synthesis of a low proof that began meanwhile.
+        .filter(|w| !low_ends.iter().any(|e| *e > w[0].0 && *e < w[2].0))
         .map(|w| (w[2].0 - w[0].1).as_secs_f64() * 1e3)
         .collect();
     println!(
@@ -386,10 +404,14 @@ pub fn run(
         let counted: Vec<(u32, Role)> = ["high", "low"]
             .iter()
             .flat_map(|name| {
-                let k = if *name == "high" { high } else { low };
+                let pid = if *name == "high" {
+                    high_service_pid
+                } else {
+                    low_pid
+                };
                 alone_roles
                     .iter()
-                    .filter(move |(_, r)| r.k == k && r.name == "alone")
+                    .filter(move |(p, _)| *p == pid)
                     .skip(1)
                     .take(ALONE_PROOFS)
                     .map(move |(p, r)| (*p, Role { name, ..r.clone() }))

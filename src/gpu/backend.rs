@@ -121,7 +121,9 @@ impl GpuDevice {
                     + MultiexpKernel::input_bytes::<G>(largest)
             }
             Engine::OpenCl { .. } => MultiexpKernel::device_bytes::<G>(bases.len()),
-            Engine::Fake(_) => FakeDevice::multiexp_bytes(largest),
+            // The whole run, as before the pieces: the tests of the scheduler's smaller runs
+            // after an allocation failure limit a fake device's memory per call.
+            Engine::Fake(_) => FakeDevice::multiexp_bytes(bases.len()),
         };
         if let Err(e) = Self::fits(bytes) {
             return refused(e);

@@ -2,7 +2,7 @@
 //! failed proof.
 
 /// Why GPU work could not be done.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum GpuError {
     /// No OpenCL platform, or none of the selected devices, is present.
     #[error("no OpenCL device available{0}")]

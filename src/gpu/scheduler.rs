@@ -585,22 +585,43 @@ impl ClaimInner {
                     Some((range, pool)) => {
                         let started = Instant::now();
                         let terms = range.len();
+                        let range_again = range.clone();
                         // Computed on a thread of its own while this one tries for the devices
                         // every `RETURN_STEP`: a device freed in the middle of the chunk gets a
                         // worker at once, not at the chunk's end (on the H200 the device stood
                         // free 20-45 ms after each high proof while a low one's CPU chunk went
                         // on, at 2^24).
                         let part = std::thread::scope(|inner| {
-                            let cpu = inner.spawn(|| cpu_part(bases, scalars, range, pool));
-                            while !cpu.is_finished() {
-                                std::thread::sleep(RETURN_STEP);
-                                if queue_len(&queue) > 0 {
-                                    workers.extend(this.try_take().into_iter().map(spawn));
+                            let (done, result) = std::sync::mpsc::channel();
+                            let cpu = std::thread::Builder::new()
+                                .name("groth16-cpu-chunk".into())
+                                .spawn_scoped(inner, move || {
+                                    let _ = done.send(cpu_part(bases, scalars, range, pool));
+                                });
+                            let Ok(cpu) = cpu else {
+                                // No thread for it: computed here, tried for devices after.
+                                return cpu_part(bases, scalars, range_again, pool);
+                            };
+                            loop {
+                                match result.recv_timeout(RETURN_STEP) {
+                                    Ok(part) => break part,
+                                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                                        if queue_len(&queue) > 0 {
+                                            let mut fresh = this.try_take();
+                                            fresh.extend(std::mem::take(&mut *lock(&this.idle)));
+                                            workers.extend(fresh.into_iter().map(spawn));
+                                        }
+                                    }
+                                    // The chunk's thread panicked: so does this one.
+                                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                                        match cpu.join() {
+                                            Err(panic) => std::panic::resume_unwind(panic),
+                                            Ok(()) => unreachable!("a chunk's thread ended unsent"),
+                                        }
+                                    }
                                 }
                             }
-                            cpu.join()
-                        })
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                        });
                         *lock(&sum) += part;
                         let mut s = this.shared();
                         s.stats.cpu_chunks += 1;
@@ -732,6 +753,8 @@ impl ClaimInner {
                     .entry(k.device.id.clone())
                     .or_default() += kept as u64;
             }
+            // A call that did not stop did every piece.
+            debug_assert!(result.stopped.is_some() || kept == run.len());
             let Some(e) = result.stopped else {
                 log::debug!(
                     "gpu: {} computed {} chunk(s), {} terms, in {:.2?}",

@@ -397,9 +397,11 @@ impl MultiexpKernel {
         bases: &[G],
         scalars: &[ScalarRepr],
     ) -> Result<G::Curve, GpuError> {
-        // Nothing to interrupt: the bucket sums go in one launch, with segments as long as fill
-        // the device (at 2^24 G1 terms, segments of 512 rather than 64: 430 ms against 480 ms
-        // of sums on the H200, sixth session).
+        // Nothing to interrupt: each piece's bucket sums go in one launch, with segments as long
+        // as fill the device (at 2^24 G1 terms in one call, segments of 512 rather than 64: 430
+        // ms against 480 ms of sums on the H200, sixth session). In pieces, as a scheduled call:
+        // the next piece's inputs go up while the device sums the current one (2^24 G1 terms
+        // in 0.192 s against 0.212 s in one call, twelfth session).
         let ends = piece_ends(bases.len(), G::PIECE_TERMS);
         self.run(bases, scalars, &ends, &|| false, false)
             .into_result()

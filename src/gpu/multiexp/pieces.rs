@@ -135,10 +135,18 @@ impl MultiexpKernel {
             // Inputs that arrived for pieces not summed are dropped (freed) here, before the
             // call returns and the device may be released; the thread drops the rest itself.
             drop((scalars_in, bases_in));
-            if uploader.join().is_err() && out.stopped.is_none() {
-                out.stopped = Some(GpuError::Ocl(
+            // A device error of the uploads is what stopped the call, even when this thread saw
+            // an interruption first (the sort goes on while the bases go up): reported as an
+            // interruption, the device would be handed on instead of being marked failed.
+            let upload_error = uploader.join().unwrap_or_else(|_| {
+                Some(GpuError::Ocl(
                     "the thread uploading the terms panicked".into(),
-                ));
+                ))
+            });
+            if let Some(e) = upload_error {
+                if matches!(out.stopped, Some(GpuError::Interrupted)) {
+                    out.stopped = Some(e);
+                }
             }
         });
         out
@@ -149,7 +157,8 @@ impl MultiexpKernel {
     /// first piece's scalars go up on the main queue, which is idle then, beside its bases on
     /// the transfer queue (one after the other, a 2^22-term G1 call took 2-7% longer); later
     /// pieces' inputs go up one after the other on the transfer queue, as the main queue is
-    /// busy summing.
+    /// busy summing. Returns the first device error of an upload (not an interruption), which
+    /// the call reports rather than an interruption the summing thread may have seen first.
     #[allow(clippy::too_many_arguments)]
     fn upload_pieces<'k, G: GpuCurve>(
         &'k self,
@@ -161,47 +170,68 @@ impl MultiexpKernel {
         scalars_sent: std::sync::mpsc::Sender<Result<TrackedBuffer<'k>, GpuError>>,
         bases_sent: std::sync::mpsc::Sender<Result<TrackedBuffer<'k>, GpuError>>,
         stop: &AtomicBool,
-    ) {
+    ) -> Option<GpuError> {
         let stopped = || stop.load(Ordering::Relaxed);
+        // The device error of an upload, if any (an interruption is not one).
+        let device_error = |up: &Result<TrackedBuffer<'k>, GpuError>| match up {
+            Err(e) if !matches!(e, GpuError::Interrupted) => Some(e.clone()),
+            _ => None,
+        };
         for (i, range) in ranges.iter().enumerate() {
             if credits.recv().is_err() || stopped() {
-                return;
+                return None;
             }
             let (piece_scalars, piece_bases) = (&scalars[range.clone()], &bases[range.clone()]);
-            let (scalars_up, bases_up) = if i == 0 {
+            let (scalars_error, bases_up) = if i == 0 {
                 std::thread::scope(|scope| {
                     let on_main = std::thread::Builder::new()
                         .name("gpu-upload-scalars".into())
                         .spawn_scoped(scope, || {
                             let up = self.upload_scalars(built, false, piece_scalars, &stopped);
+                            let error = device_error(&up);
                             let failed = up.is_err();
-                            (scalars_sent.send(up).is_ok() && !failed, ())
+                            // Ended early (failed, or nobody to take it): no bases needed.
+                            let ended = scalars_sent.send(up).is_err() || failed;
+                            (ended, error)
                         });
                     let bases_up = self.upload_bases(built, piece_bases, &stopped);
-                    let scalars_ok = match on_main {
-                        Ok(handle) => handle.join().map(|(ok, ())| ok).unwrap_or(false),
+                    let scalars_end = match on_main {
+                        Ok(handle) => handle.join().unwrap_or_else(|_| {
+                            (
+                                true,
+                                Some(GpuError::Ocl("the scalars' upload thread panicked".into())),
+                            )
+                        }),
                         Err(e) => {
-                            let _ = scalars_sent.send(Err(GpuError::Ocl(format!(
+                            let error = GpuError::Ocl(format!(
                                 "cannot start the scalars' upload thread: {e}"
-                            ))));
-                            false
+                            ));
+                            let _ = scalars_sent.send(Err(error.clone()));
+                            (true, Some(error))
                         }
                     };
-                    (scalars_ok, bases_up)
+                    (scalars_end, bases_up)
                 })
             } else {
                 let up = self.upload_scalars(built, true, piece_scalars, &stopped);
+                let error = device_error(&up);
                 let failed = up.is_err();
                 if scalars_sent.send(up).is_err() || failed {
-                    return;
+                    return error;
                 }
-                (true, self.upload_bases(built, piece_bases, &stopped))
+                (
+                    (false, None),
+                    self.upload_bases(built, piece_bases, &stopped),
+                )
             };
+            let (scalars_ended, scalars_error) = scalars_error;
+            let error = scalars_error.or_else(|| device_error(&bases_up));
             let failed = bases_up.is_err();
-            if bases_sent.send(bases_up).is_err() || failed || !scalars_up {
-                return;
+            if bases_sent.send(bases_up).is_err() || failed || scalars_ended {
+                return error;
             }
         }
+        None
     }
 
     /// `scalars` in a new device buffer, through the staging memory of the transfer queue or
