@@ -7,7 +7,7 @@ use super::device::{self, Selection};
 use super::error::GpuError;
 use super::fake::{self, FakeDevice};
 use super::fft::FftKernel;
-use super::multiexp::{GpuCurve, MultiexpKernel, PieceSums};
+use super::multiexp::{piece_ranges, GpuCurve, MultiexpKernel, PieceSums};
 use crate::domain::QuotientSteps;
 use crate::multiexp::ScalarRepr;
 use blstrs::Scalar;
@@ -108,19 +108,17 @@ impl GpuDevice {
         };
         let chunks_of = pieces_of_chunks(chunk_ends, piece_terms);
         let ends: Vec<usize> = chunks_of.iter().map(|&c| chunk_ends[c - 1]).collect();
-        let largest = std::iter::once(0)
-            .chain(ends.iter().copied())
-            .zip(ends.iter().copied())
-            .map(|(a, b)| b - a)
-            .max()
-            .unwrap_or(0);
+        let largest = piece_ranges(&ends).map(|r| r.len()).max().unwrap_or(0);
         let bytes = match &self.engine {
-            // A piece's work and the next piece's inputs.
-            Engine::OpenCl { .. } if ends.len() > 1 => {
+            // A piece's work, and the next piece's inputs beside it when there is one.
+            Engine::OpenCl { .. } => {
                 MultiexpKernel::device_bytes::<G>(largest)
-                    + MultiexpKernel::input_bytes::<G>(largest)
+                    + if ends.len() > 1 {
+                        MultiexpKernel::input_bytes::<G>(largest)
+                    } else {
+                        0
+                    }
             }
-            Engine::OpenCl { .. } => MultiexpKernel::device_bytes::<G>(bases.len()),
             // The whole run, as before the pieces: the tests of the scheduler's smaller runs
             // after an allocation failure limit a fake device's memory per call.
             Engine::Fake(_) => FakeDevice::multiexp_bytes(bases.len()),

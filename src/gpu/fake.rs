@@ -6,7 +6,7 @@
 
 use super::buffer::DeviceMemory;
 use super::error::GpuError;
-use super::multiexp::PieceSums;
+use super::multiexp::{piece_ranges, PieceSums};
 use crate::domain::{to_coset, QuotientInput, QuotientSteps};
 use crate::multiexp::{multiexp_serial, CurveAffine, ScalarRepr};
 use blstrs::Scalar;
@@ -163,9 +163,8 @@ impl FakeDevice {
         interrupt: &dyn Fn() -> bool,
     ) -> PieceSums<G::Curve> {
         let mut out = PieceSums::nothing();
-        let mut start = 0;
-        for &end in ends {
-            let (Some(b), Some(s)) = (bases.get(start..end), scalars.get(start..end)) else {
+        for range in piece_ranges(ends) {
+            let (Some(b), Some(s)) = (bases.get(range.clone()), scalars.get(range)) else {
                 out.stopped = Some(GpuError::InvalidInput(format!(
                     "pieces ending at {ends:?} do not cut {} terms",
                     bases.len()
@@ -182,7 +181,6 @@ impl FakeDevice {
                     return out;
                 }
             }
-            start = end;
         }
         out
     }

@@ -550,14 +550,17 @@ impl ClaimInner {
                 scope.spawn(move || this.gpu_worker(k, queue_ref, sum_ref, bases, scalars))
             };
             let mut workers: Vec<_> = held.into_iter().map(spawn).collect();
-            loop {
+            // Free devices, and, while chunks are queued, the devices parked by their workers
+            // when the queue was empty (for chunks another device's stopped call put back since).
+            let take_devices = || {
                 let mut fresh = this.try_take();
                 if queue_len(&queue) > 0 {
-                    // Devices parked by their workers when the queue was empty, for chunks that
-                    // another device's stopped call put back since.
                     fresh.extend(std::mem::take(&mut *lock(&this.idle)));
                 }
-                workers.extend(fresh.into_iter().map(spawn));
+                fresh
+            };
+            loop {
+                workers.extend(take_devices().into_iter().map(spawn));
                 let running = workers.iter().filter(|w| !w.is_finished()).count();
                 let pool = cpu_pool(this.priority, running > 0);
                 let rates = this.rates(G::NAME, pool);
@@ -607,9 +610,7 @@ impl ClaimInner {
                                     Ok(part) => break part,
                                     Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                                         if queue_len(&queue) > 0 {
-                                            let mut fresh = this.try_take();
-                                            fresh.extend(std::mem::take(&mut *lock(&this.idle)));
-                                            workers.extend(fresh.into_iter().map(spawn));
+                                            workers.extend(take_devices().into_iter().map(spawn));
                                         }
                                     }
                                     // The chunk's thread panicked: so does this one.

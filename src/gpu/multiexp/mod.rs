@@ -26,7 +26,7 @@ use std::sync::Arc;
 mod fold;
 mod pieces;
 use fold::{fold_levels, long_bucket_capacity, FoldLevel, LongBucket, DIRECT_CROSSINGS};
-pub use pieces::{piece_ends, PieceSums};
+pub use pieces::{piece_ends, piece_ranges, PieceSums};
 
 /// Limbs of an `Fq` element.
 const FQ_LIMBS: usize = 12;
@@ -466,16 +466,12 @@ impl MultiexpKernel {
         if n == 0 {
             return PieceSums::nothing();
         }
-        let mut start = 0;
-        for &end in ends {
-            if end <= start || end - start > u32::MAX as usize / 8 {
-                return stopped(GpuError::InvalidInput(format!(
-                    "pieces ending at {ends:?} do not cut {n} terms into launches"
-                )));
-            }
-            start = end;
+        if piece_ranges(ends).any(|r| r.is_empty() || r.len() > u32::MAX as usize / 8) {
+            return stopped(GpuError::InvalidInput(format!(
+                "pieces ending at {ends:?} do not cut {n} terms into launches"
+            )));
         }
-        if start != n {
+        if ends.last() != Some(&n) {
             return stopped(GpuError::InvalidInput(format!(
                 "pieces ending at {ends:?} do not cover {n} terms"
             )));

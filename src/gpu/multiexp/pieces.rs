@@ -49,6 +49,15 @@ impl<C: Group> PieceSums<C> {
     }
 }
 
+/// The ranges of the pieces that end at `ends` (the first from 0). An end not past the one
+/// before makes an empty range.
+pub fn piece_ranges(ends: &[usize]) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    std::iter::once(0)
+        .chain(ends.iter().copied())
+        .zip(ends.iter().copied())
+        .map(|(start, end)| start..end)
+}
+
 /// Ends of the pieces of `n` terms, at most `piece` terms each and as equal as may be (a
 /// remainder of a few terms would be a piece of its own otherwise).
 pub fn piece_ends(n: usize, piece: usize) -> Vec<usize> {
@@ -70,11 +79,7 @@ impl MultiexpKernel {
         interrupt: &dyn Fn() -> bool,
         bounded: bool,
     ) -> PieceSums<G::Curve> {
-        let ranges: Vec<std::ops::Range<usize>> = std::iter::once(0)
-            .chain(ends.iter().copied())
-            .zip(ends.iter().copied())
-            .map(|(start, end)| start..end)
-            .collect();
+        let ranges: Vec<std::ops::Range<usize>> = piece_ranges(ends).collect();
         let mut out = PieceSums::nothing();
         // `stop` ends the uploads early (the call failed, was interrupted, or is done).
         let stop = AtomicBool::new(false);
