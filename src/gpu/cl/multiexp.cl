@@ -194,30 +194,32 @@ __kernel void PT(msm_segments)(__global const CAT(POINT, _affine) *bases,
     // head and tail go to memory when they are known rather than living in registers through
     // the loop: with them the kernel took all 255 registers (H200, eighth session), and fewer
     // work-items fitted on the device.
+    // The running sum is kept in xyzz coordinates (ec.cl) and stored in Jacobian ones.
     bool head_open = offsets[k] < start;
     if (!head_open) parts[2 * seg] = PT(identity)();
     uint border = offsets[k + 1];
-    POINT acc = PT(identity)();
+    CAT(POINT, _xyzz) acc = PT(xyzz_identity)();
     for (uint j = start; j < end; j++) {
         if (j == border) {
-            if (head_open) parts[2 * seg] = acc;
-            else bucket_sums[k] = acc;
+            if (head_open) parts[2 * seg] = PT(from_xyzz)(acc);
+            else bucket_sums[k] = PT(from_xyzz)(acc);
             head_open = false;
-            acc = PT(identity)();
+            acc = PT(xyzz_identity)();
             do k++; while (offsets[k + 1] <= j);
             border = offsets[k + 1];
         }
         uint e = entries[j];
         CAT(POINT, _affine) base = bases[e & 0x7fffffffu];
         if ((e >> 31) && !PT(affine_is_identity)(base)) base.y = FN(neg)(base.y);
-        acc = PT(add_affine)(acc, base);
+        acc = PT(xyzz_add_affine)(acc, base);
     }
     // The last bucket touched: it began before (the head; then there is no tail), goes on after
     // (the tail), or lies inside.
     bool tail = !head_open && border > end;
-    if (head_open) parts[2 * seg] = acc;
-    else if (!tail) bucket_sums[k] = acc;
-    parts[2 * seg + 1] = tail ? acc : PT(identity)();
+    POINT last = PT(from_xyzz)(acc);
+    if (head_open) parts[2 * seg] = last;
+    else if (!tail) bucket_sums[k] = last;
+    parts[2 * seg + 1] = tail ? last : PT(identity)();
 }
 
 // Work-item k finishes bucket k unless msm_segments did (it lay inside one segment) or the bucket

@@ -33,6 +33,15 @@ __kernel void PT(add_affine_loop)(__global const CAT(POINT, _affine) *table, __g
     out[i] = acc;
 }
 
+// The same in xyzz coordinates, as msm_segments sums (stored as a Jacobian point at the end).
+__kernel void PT(add_affine_xyzz_loop)(__global const CAT(POINT, _affine) *table,
+                                       __global POINT *out, uint iters) {
+    uint i = get_global_id(0);
+    CAT(POINT, _xyzz) acc = PT(xyzz_identity)();
+    for (uint k = 0; k < iters; k++) acc = PT(xyzz_add_affine)(acc, table[(i + k) & 63]);
+    out[i] = PT(from_xyzz)(acc);
+}
+
 // acc += table[...] as Jacobian points: the fold and weighing steps' addition.
 __kernel void PT(add_loop)(__global const CAT(POINT, _affine) *table, __global POINT *out,
                            uint iters) {
