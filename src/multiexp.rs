@@ -20,6 +20,7 @@ use blstrs::Scalar;
 use group::Group;
 use rayon::prelude::*;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A scalar in canonical (not Montgomery) form, as four little-endian 64-bit limbs. Made only from
 /// a [`Scalar`], so it is below the group order and its bit 255 is clear, which the signed-window
@@ -107,7 +108,7 @@ pub fn multiexp<G: CurveAffine>(
     scalars: &[ScalarRepr],
 ) -> Result<G::Curve, LengthMismatch> {
     check_lengths(bases, scalars)?;
-    Ok(multicore::install(|| pippenger(bases, scalars)))
+    Ok(multicore::install(|| pippenger(bases, scalars, None)).unwrap_or_else(G::Curve::identity))
 }
 
 /// [`multiexp`] on one of the crate's pools (the CPU share of a multiexp split with devices).
@@ -118,7 +119,27 @@ pub(crate) fn multiexp_on<G: CurveAffine>(
     scalars: &[ScalarRepr],
 ) -> Result<G::Curve, LengthMismatch> {
     check_lengths(bases, scalars)?;
-    Ok(multicore::install_on(pool, || pippenger(bases, scalars)))
+    Ok(
+        multicore::install_on(pool, || pippenger(bases, scalars, None))
+            .unwrap_or_else(G::Curve::identity),
+    )
+}
+
+/// [`multiexp_on`] that a caller can give up: once `stop` is set, the (window, slice) tasks not
+/// yet begun are skipped and the result is `Ok(None)`, so only the tasks already running finish
+/// (a fraction of the whole: there are at least as many tasks as threads). The scheduler gives
+/// up a CPU chunk this way when a device that came back would finish it sooner.
+#[cfg(feature = "gpu")]
+pub(crate) fn multiexp_on_until<G: CurveAffine>(
+    pool: multicore::Pool,
+    bases: &[G],
+    scalars: &[ScalarRepr],
+    stop: &AtomicBool,
+) -> Result<Option<G::Curve>, LengthMismatch> {
+    check_lengths(bases, scalars)?;
+    Ok(multicore::install_on(pool, || {
+        pippenger(bases, scalars, Some(stop))
+    }))
 }
 
 /// `sum_i scalars[i] * bases[i]` on the calling thread only, without the pool: for callers that
@@ -209,10 +230,15 @@ fn window_bits(n: usize, threads: usize) -> (usize, usize) {
     (best.0, best.1)
 }
 
-fn pippenger<G: CurveAffine>(bases: &[G], scalars: &[ScalarRepr]) -> G::Curve {
+/// The multiexp, or `None` when `stop` was set before every task began.
+fn pippenger<G: CurveAffine>(
+    bases: &[G],
+    scalars: &[ScalarRepr],
+    stop: Option<&AtomicBool>,
+) -> Option<G::Curve> {
     let n = bases.len();
     if n == 0 {
-        return G::Curve::identity();
+        return Some(G::Curve::identity());
     }
     let (c, parts) = window_bits(n, rayon::current_num_threads());
     let windows = 256usize.div_ceil(c);
@@ -220,16 +246,19 @@ fn pippenger<G: CurveAffine>(bases: &[G], scalars: &[ScalarRepr]) -> G::Curve {
     let sums: Vec<G::Curve> = (0..windows * parts)
         .into_par_iter()
         .map(|task| {
+            if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                return None;
+            }
             let (w, p) = (task / parts, task % parts);
             let start = (p * part_len).min(n);
             let end = (start + part_len).min(n);
-            if c >= AFFINE_MIN_WINDOW {
+            Some(if c >= AFFINE_MIN_WINDOW {
                 G::window_sum_affine(&bases[start..end], &scalars[start..end], w, c)
             } else {
                 window_sum(&bases[start..end], &scalars[start..end], w, c)
-            }
+            })
         })
-        .collect();
+        .collect::<Option<_>>()?;
     let mut acc = G::Curve::identity();
     for w in (0..windows).rev() {
         for _ in 0..c {
@@ -239,7 +268,7 @@ fn pippenger<G: CurveAffine>(bases: &[G], scalars: &[ScalarRepr]) -> G::Curve {
             acc += s;
         }
     }
-    acc
+    Some(acc)
 }
 
 /// `sum_i digit_w(scalars[i]) * bases[i]` for one window `w` of width `c`.

@@ -10,7 +10,9 @@ mod circuits;
 use blstrs::Scalar;
 use circuits::Squares;
 use preemptible_groth16::gpu::backend::device_ids;
-use preemptible_groth16::gpu::fake::{set_quotient_ns_per_value, FAKE_GPUS_ENV};
+use preemptible_groth16::gpu::fake::{
+    set_cpu_chunk_ns_per_term, set_quotient_ns_per_value, FAKE_GPUS_ENV,
+};
 use preemptible_groth16::gpu::locks::{self, LOCK_DIR_ENV};
 use preemptible_groth16::gpu::{gpu_is_available, PriorityGuard};
 use preemptible_groth16::groth16::{
@@ -230,6 +232,43 @@ fn a_preempted_call_keeps_the_chunks_it_had_finished() {
     assert!(
         kept > 0,
         "no preempted call kept a chunk in {preempted} preemptions"
+    );
+}
+
+#[test]
+fn a_prover_back_on_its_device_gives_up_the_cpu_chunk_in_progress() {
+    let _g = setup("give-up");
+    let (long, short) = long_and_short();
+    // CPU chunks 10x slower than the fake device's (40 us a term against 4: at least 164 ms a
+    // chunk, as a GPU is many times faster than its host's CPU). The low prover, preempted,
+    // starts a CPU chunk; the high proof (tens of milliseconds) ends long before that chunk,
+    // and the low prover, back on the device, gives the chunk up to it instead of waiting for
+    // it (the device would otherwise stand idle, or the proof wait, for most of the chunk).
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            set_cpu_chunk_ns_per_term(0);
+        }
+    }
+    set_cpu_chunk_ns_per_term(40_000);
+    let _restore = Restore;
+    let (mut returned, mut given_up) = (0, 0);
+    for delay_ms in [50, 150, 250] {
+        let low = std::thread::scope(|s| {
+            let low = s.spawn(|| prove(long, &options(Priority::Low, Some("fake-0"))));
+            wait_for_holder("fake-0", Priority::Low);
+            std::thread::sleep(Duration::from_millis(delay_ms));
+            prove(short, &options(Priority::High, Some("fake-0")));
+            low.join().unwrap()
+        });
+        // Checked in `prove`: every chunk counted once, where it was finished.
+        returned += low.returns_to_gpu;
+        given_up += low.cpu_chunks_given_up;
+    }
+    assert!(returned >= 1, "the low prover never came back");
+    assert!(
+        given_up >= 1,
+        "no CPU chunk given up in {returned} returns to the device"
     );
 }
 

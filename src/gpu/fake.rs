@@ -32,6 +32,24 @@ pub fn set_quotient_ns_per_value(ns: u64) {
     QUOTIENT_NS_PER_VALUE.store(ns, Ordering::Relaxed);
 }
 
+/// Extra time per term of a CPU chunk of a multiexp split with devices, in nanoseconds.
+static CPU_CHUNK_NS_PER_TERM: AtomicU64 = AtomicU64::new(0);
+
+/// Makes every CPU chunk of a multiexp split with devices (fake or real) wait `ns` per term
+/// before it computes, as on a machine whose CPU is many times slower than its GPU; the wait
+/// ends early when the chunk is given up. A test hook (0, the default, turns it off): on a
+/// small machine a fake device computes its results on the same cores as the CPU's chunks, so
+/// it is never much faster than they are.
+#[doc(hidden)]
+pub fn set_cpu_chunk_ns_per_term(ns: u64) {
+    CPU_CHUNK_NS_PER_TERM.store(ns, Ordering::Relaxed);
+}
+
+/// The extra wait [`set_cpu_chunk_ns_per_term`] asks of a CPU chunk of `terms` terms.
+pub(crate) fn cpu_chunk_delay(terms: usize) -> Duration {
+    Duration::from_nanos(CPU_CHUNK_NS_PER_TERM.load(Ordering::Relaxed) * terms as u64)
+}
+
 /// The threads that compute the fake devices' results.
 fn fake_pool() -> &'static rayon::ThreadPool {
     static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();

@@ -20,7 +20,7 @@ use super::multiexp::GpuCurve;
 use crate::domain::QuotientSteps;
 use crate::groth16::{Priority, ProofReport};
 use crate::multicore::Pool;
-use crate::multiexp::{multiexp_on, ScalarRepr};
+use crate::multiexp::{multiexp_on, multiexp_on_until, ScalarRepr};
 use blstrs::Scalar;
 use group::Group;
 use std::cell::Cell;
@@ -129,6 +129,7 @@ struct Stats {
     failures: u64,
     out_of_memory: u64,
     kept_chunks: u64,
+    cpu_chunks_given_up: u64,
 }
 
 /// State the CPU side and the GPU workers both change.
@@ -588,43 +589,34 @@ impl ClaimInner {
                     Some((range, pool)) => {
                         let started = Instant::now();
                         let terms = range.len();
-                        let range_again = range.clone();
-                        // Computed on a thread of its own while this one tries for the devices
-                        // every `RETURN_STEP`: a device freed in the middle of the chunk gets a
-                        // worker at once, not at the chunk's end (on the H200 the device stood
-                        // free 20-45 ms after each high proof while a low one's CPU chunk went
-                        // on, at 2^24).
-                        let part = std::thread::scope(|inner| {
-                            let (done, result) = std::sync::mpsc::channel();
-                            let cpu = std::thread::Builder::new()
-                                .name("groth16-cpu-chunk".into())
-                                .spawn_scoped(inner, move || {
-                                    let _ = done.send(cpu_part(bases, scalars, range, pool));
-                                });
-                            let Ok(cpu) = cpu else {
-                                // No thread for it: computed here, tried for devices after.
-                                return cpu_part(bases, scalars, range_again, pool);
-                            };
-                            loop {
-                                match result.recv_timeout(RETURN_STEP) {
-                                    Ok(part) => break part,
-                                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                                        if queue_len(&queue) > 0 {
-                                            workers.extend(take_devices().into_iter().map(spawn));
-                                        }
-                                    }
-                                    // The chunk's thread panicked: so does this one.
-                                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                                        match cpu.join() {
-                                            Err(panic) => std::panic::resume_unwind(panic),
-                                            Ok(()) => unreachable!("a chunk's thread ended unsent"),
-                                        }
-                                    }
-                                }
+                        // Tries for the devices every `RETURN_STEP` while the chunk is computed
+                        // (on the H200 the device stood free 20-45 ms after each high proof
+                        // while a low one's CPU chunk went on, at 2^24), and gives the chunk
+                        // up when the devices it then holds would finish it, and the queue,
+                        // before the CPU would.
+                        let part = cpu_chunk(bases, scalars, range.clone(), pool, |elapsed| {
+                            if queue_len(&queue) > 0 {
+                                workers.extend(take_devices().into_iter().map(spawn));
                             }
+                            let held = workers.iter().filter(|w| !w.is_finished()).count()
+                                + lock(&this.idle).len();
+                            let queued = lock(&queue).iter().map(|r| r.len()).sum::<usize>();
+                            let rates = this.rates(G::NAME, pool);
+                            give_up_cpu_chunk(queued, terms, elapsed, held, rates)
                         });
-                        *lock(&sum) += part;
                         let mut s = this.shared();
+                        let Some(part) = part else {
+                            s.stats.cpu_chunks_given_up += 1;
+                            drop(s);
+                            log::debug!(
+                                "gpu: a CPU chunk of {terms} terms given up after {:.1} ms: a \
+                                 device came back",
+                                started.elapsed().as_secs_f64() * 1e3
+                            );
+                            lock(&queue).push_back(range);
+                            continue;
+                        };
+                        *lock(&sum) += part;
                         s.stats.cpu_chunks += 1;
                         if running == 0 {
                             // Computed with no device of ours, right after a try for one.
@@ -909,6 +901,7 @@ impl ClaimInner {
         report.gpu_failures = s.failures;
         report.out_of_memory = s.out_of_memory;
         report.kept_chunks = s.kept_chunks;
+        report.cpu_chunks_given_up = s.cpu_chunks_given_up;
     }
 }
 
@@ -972,6 +965,90 @@ fn cpu_takes(
     }
 }
 
+/// Whether the CPU gives up its chunk of `terms` after `elapsed`: when the `held` devices would
+/// finish it and the `queued` terms before the CPU finishes it alone (`rates`: device, CPU, in
+/// terms per second; while the CPU's rate is unknown, when the queue is empty). The GPU is
+/// many times faster than the CPU, so a device that comes back while the CPU's chunk has most of
+/// its way to go would otherwise wait idle at the multiexp's end (or the proof waits for the
+/// chunk): the chunk's finished tasks are lost, not the proof's time.
+fn give_up_cpu_chunk(
+    queued: usize,
+    terms: usize,
+    elapsed: Duration,
+    held: usize,
+    (device, cpu): (Option<f64>, Option<f64>),
+) -> bool {
+    let Some(device) = device.filter(|d| *d > 0.0) else {
+        return false;
+    };
+    if held == 0 {
+        return false;
+    }
+    let devices_need = (queued + terms) as f64 / (device * held as f64);
+    match cpu.filter(|c| *c > 0.0) {
+        Some(cpu) => devices_need < terms as f64 / cpu - elapsed.as_secs_f64(),
+        // Unmeasured, the CPU could take the chunk back at once (`cpu_takes`' guard): given
+        // up only when the devices have nothing else to do.
+        None => queued == 0,
+    }
+}
+
+/// One chunk on the CPU, computed on a thread of its own while this thread calls `between` every
+/// [`RETURN_STEP`] with the time so far; once `between` says to give the chunk up, the chunk's
+/// tasks not yet begun are skipped and the result is `None` (unless it finished meanwhile). With
+/// no thread to be had, the chunk is computed here.
+fn cpu_chunk<G: GpuCurve>(
+    bases: &[G],
+    scalars: &[ScalarRepr],
+    range: Range<usize>,
+    pool: Pool,
+    mut between: impl FnMut(Duration) -> bool,
+) -> Option<G::Curve> {
+    let started = Instant::now();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|inner| {
+        let (done, result) = std::sync::mpsc::channel();
+        let (stop_ref, range_ref) = (&stop, range.clone());
+        let cpu = std::thread::Builder::new()
+            .name("groth16-cpu-chunk".into())
+            .spawn_scoped(inner, move || {
+                let slowed = Instant::now() + super::fake::cpu_chunk_delay(range_ref.len());
+                while Instant::now() < slowed {
+                    if stop_ref.load(Ordering::Relaxed) {
+                        let _ = done.send(None);
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let part = multiexp_on_until(
+                    pool,
+                    &bases[range_ref.clone()],
+                    &scalars[range_ref],
+                    stop_ref,
+                );
+                let _ = done.send(part.unwrap_or_else(|_| Some(G::Curve::identity())));
+            });
+        let Ok(cpu) = cpu else {
+            return Some(cpu_part(bases, scalars, range, pool));
+        };
+        loop {
+            match result.recv_timeout(RETURN_STEP) {
+                Ok(part) => return part,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if !stop.load(Ordering::Relaxed) && between(started.elapsed()) {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                // The chunk's thread panicked: so does this one.
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => match cpu.join() {
+                    Err(panic) => std::panic::resume_unwind(panic),
+                    Ok(()) => unreachable!("a chunk's thread ended unsent"),
+                },
+            }
+        }
+    })
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -1006,7 +1083,7 @@ pub(crate) fn cpu_pool(priority: Priority, beside_devices: bool) -> Pool {
 
 #[cfg(test)]
 mod tests {
-    use super::{cpu_pool, cpu_takes, next_batch};
+    use super::{cpu_pool, cpu_takes, give_up_cpu_chunk, next_batch};
     use crate::groth16::Priority;
     use crate::multicore::Pool;
     use std::collections::VecDeque;
@@ -1025,6 +1102,61 @@ mod tests {
         assert!(cpu_takes(&q, 1, (Some(1000.0), Some(200.0)))); // CPU: 0.5 s
         assert!(!cpu_takes(&q, 1, (Some(1000.0), Some(100.0)))); // CPU: 1 s
         assert!(!cpu_takes(&q, 2, (Some(1000.0), Some(200.0)))); // devices: 0.45 s
+    }
+
+    #[test]
+    fn a_cpu_chunk_is_given_up_only_for_devices_that_finish_it_sooner() {
+        let ms = Duration::from_millis;
+        // No device held, or none measured: the CPU goes on.
+        assert!(!give_up_cpu_chunk(
+            0,
+            1000,
+            ms(0),
+            0,
+            (Some(1e6), Some(1e3))
+        ));
+        assert!(!give_up_cpu_chunk(0, 1000, ms(0), 1, (None, Some(1e3))));
+        // CPU at 1000 terms/s: 1 s for the chunk. A device at 10^4 terms/s needs 0.1 s for it
+        // alone, 0.6 s with 5000 queued terms, 1.1 s with 10^4.
+        assert!(give_up_cpu_chunk(
+            0,
+            1000,
+            ms(100),
+            1,
+            (Some(1e4), Some(1e3))
+        ));
+        assert!(give_up_cpu_chunk(
+            5000,
+            1000,
+            ms(100),
+            1,
+            (Some(1e4), Some(1e3))
+        ));
+        assert!(!give_up_cpu_chunk(
+            10_000,
+            1000,
+            ms(100),
+            1,
+            (Some(1e4), Some(1e3))
+        ));
+        // ... two such devices need 0.55 s; nearly done, the CPU keeps its chunk.
+        assert!(give_up_cpu_chunk(
+            10_000,
+            1000,
+            ms(100),
+            2,
+            (Some(1e4), Some(1e3))
+        ));
+        assert!(!give_up_cpu_chunk(
+            0,
+            1000,
+            ms(950),
+            1,
+            (Some(1e4), Some(1e3))
+        ));
+        // The CPU unmeasured: given up only when the devices have nothing else to do.
+        assert!(give_up_cpu_chunk(0, 1000, ms(10), 1, (Some(1e4), None)));
+        assert!(!give_up_cpu_chunk(1, 1000, ms(10), 1, (Some(1e4), None)));
     }
 
     #[test]

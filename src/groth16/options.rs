@@ -184,6 +184,9 @@ pub struct ProofReport {
     /// call computes its chunks in pieces, each summed and brought back whole, so only the
     /// piece in progress is lost.
     pub kept_chunks: u64,
+    /// CPU chunks given up half way because a device came back that would finish them sooner
+    /// (they went back to the queue and count where they were finished).
+    pub cpu_chunks_given_up: u64,
 }
 
 impl ProofReport {
@@ -210,7 +213,8 @@ impl ProofReport {
              \"returns_to_gpu\":{},\
              \"cpu_chunks_without_retry\":{},\"wait_ms\":{},\
              \"handover_ms\":{},\"yield_ms\":{},\"live_device_bytes_at_release\":{},\
-             \"peak_device_bytes\":{},\"gpu_failures\":{},\"out_of_memory\":{},\"kept_chunks\":{}}}",
+             \"peak_device_bytes\":{},\"gpu_failures\":{},\"out_of_memory\":{},\"kept_chunks\":{},\
+             \"cpu_chunks_given_up\":{}}}",
             self.priority,
             ms(self.total),
             ms(self.synthesis),
@@ -232,7 +236,8 @@ impl ProofReport {
             self.peak_device_bytes,
             self.gpu_failures,
             self.out_of_memory,
-            self.kept_chunks
+            self.kept_chunks,
+            self.cpu_chunks_given_up
         )
     }
 }
@@ -303,7 +308,9 @@ mod tests {
             "{j}"
         );
         assert!(
-            j.ends_with("\"gpu_failures\":0,\"out_of_memory\":0,\"kept_chunks\":0}"),
+            j.ends_with(
+                "\"gpu_failures\":0,\"out_of_memory\":0,\"kept_chunks\":0,\"cpu_chunks_given_up\":0}"
+            ),
             "{j}"
         );
     }
