@@ -174,7 +174,8 @@ __kernel void PT(msm_scatter)(__global const uint *scalars, __global uint *curso
 // inside it between them) are one range of `parts`.
 __kernel void PT(msm_segments)(__global const CAT(POINT, _affine) *bases,
                                __global const uint *entries, __global const uint *offsets,
-                               __global POINT *bucket_sums, __global POINT *parts,
+                               __global CAT(POINT, _xyzz) *bucket_sums,
+                               __global CAT(POINT, _xyzz) *parts,
                                uint total, uint segment, uint bucket_count, uint first,
                                uint end_segment) {
     uint seg = first + get_global_id(0);
@@ -194,15 +195,18 @@ __kernel void PT(msm_segments)(__global const CAT(POINT, _affine) *bases,
     // head and tail go to memory when they are known rather than living in registers through
     // the loop: with them the kernel took all 255 registers (H200, eighth session), and fewer
     // work-items fitted on the device.
-    // The running sum is kept in xyzz coordinates (ec.cl) and stored in Jacobian ones.
+    // The running sum is kept in xyzz coordinates (ec.cl) and stored so: converted here, at
+    // each border, the work-item's warp waited for its conversion (seven products) at every
+    // border of any of its 32 work-items, which cost what the cheaper addition saved (H200,
+    // fourteenth session). msm_from_xyzz converts them all afterwards, in step.
     bool head_open = offsets[k] < start;
-    if (!head_open) parts[2 * seg] = PT(identity)();
+    if (!head_open) parts[2 * seg] = PT(xyzz_identity)();
     uint border = offsets[k + 1];
     CAT(POINT, _xyzz) acc = PT(xyzz_identity)();
     for (uint j = start; j < end; j++) {
         if (j == border) {
-            if (head_open) parts[2 * seg] = PT(from_xyzz)(acc);
-            else bucket_sums[k] = PT(from_xyzz)(acc);
+            if (head_open) parts[2 * seg] = acc;
+            else bucket_sums[k] = acc;
             head_open = false;
             acc = PT(xyzz_identity)();
             do k++; while (offsets[k + 1] <= j);
@@ -216,10 +220,20 @@ __kernel void PT(msm_segments)(__global const CAT(POINT, _affine) *bases,
     // The last bucket touched: it began before (the head; then there is no tail), goes on after
     // (the tail), or lies inside.
     bool tail = !head_open && border > end;
-    POINT last = PT(from_xyzz)(acc);
-    if (head_open) parts[2 * seg] = last;
-    else if (!tail) bucket_sums[k] = last;
-    parts[2 * seg + 1] = tail ? last : PT(identity)();
+    if (head_open) parts[2 * seg] = acc;
+    else if (!tail) bucket_sums[k] = acc;
+    parts[2 * seg + 1] = tail ? acc : PT(xyzz_identity)();
+}
+
+// out[i] = in[i] in Jacobian coordinates, for i < n: msm_segments' sums, for the folds and the
+// weighing. Entries msm_segments did not write hold whatever the buffer held; the folds then
+// overwrite them (msm_fold_direct gives every bucket that does not lie inside one segment its
+// value) and nothing reads them before.
+__kernel void PT(msm_from_xyzz)(__global const CAT(POINT, _xyzz) *in, __global POINT *out,
+                                uint n) {
+    uint i = get_global_id(0);
+    if (i >= n) return;
+    out[i] = PT(from_xyzz)(in[i]);
 }
 
 // Work-item k finishes bucket k unless msm_segments did (it lay inside one segment) or the bucket

@@ -274,10 +274,11 @@ impl MultiexpKernel {
     }
 
     /// Device memory a multiexp of `n` terms in the group of `G` needs at its peak, about: the
-    /// bases, scalars and bucket entries, the bucket sums and the segments' two parts each.
+    /// bases, scalars and bucket entries, the bucket sums and the segments' two parts each, in
+    /// xyzz and then in Jacobian coordinates (seven coordinates a point, counted together).
     pub fn device_bytes<G: GpuCurve>(n: usize) -> u64 {
         let plan = Plan::new(n);
-        let point = 4 * 3 * G::COORD_LIMBS as u64;
+        let point = 4 * 7 * G::COORD_LIMBS as u64;
         let entries = n * plan.windows;
         // Fewer entries (zero digits) can halve the segment length: twice the segments, at most.
         let segment = Plan::segment(entries, G::LAUNCH_ENTRIES, G::LAUNCH_SEGMENTS);
@@ -542,8 +543,11 @@ impl MultiexpKernel {
         // 3. Sum the buckets in segments of equal length, then fold the parts of the buckets that
         //    cross segments.
         let segments = total.div_ceil(segment);
-        let bucket_sums = TrackedBuffer::new(&q, bucket_count * point_limbs, None, memory)?;
-        let parts = TrackedBuffer::new(&q, 2 * segments * point_limbs, None, memory)?;
+        // The segments' sums in xyzz coordinates (four per point), converted to Jacobian ones
+        // (three) after the launches, for the folds and the weighing.
+        let xyzz_limbs = 4 * G::COORD_LIMBS;
+        let bucket_xyzz = TrackedBuffer::new(&q, bucket_count * xyzz_limbs, None, memory)?;
+        let parts_xyzz = TrackedBuffer::new(&q, 2 * segments * xyzz_limbs, None, memory)?;
         // In launches of about `LAUNCH_ENTRIES` entries, each waited for (probing) before the
         // next: a whole 2^20-term G2 call's sums are one long kernel a request would wait out.
         let per_launch = (sorted.launch_entries / segment).max(1);
@@ -556,8 +560,8 @@ impl MultiexpKernel {
                     .arg(&*bases_buf)
                     .arg(&*entries)
                     .arg(&*offsets_buf)
-                    .arg(&*bucket_sums)
-                    .arg(&*parts)
+                    .arg(&*bucket_xyzz)
+                    .arg(&*parts_xyzz)
                     .arg(total as u32)
                     .arg(segment as u32)
                     .arg(bucket_count as u32)
@@ -568,6 +572,21 @@ impl MultiexpKernel {
             settled(&q, wait_interruptible(&q, &done, interrupt))?;
         }
         drop((bases_buf, entries));
+        let bucket_sums = TrackedBuffer::new(&q, bucket_count * point_limbs, None, memory)?;
+        let parts = TrackedBuffer::new(&q, 2 * segments * point_limbs, None, memory)?;
+        for (from, to, count) in [
+            (&bucket_xyzz, &bucket_sums, bucket_count),
+            (&parts_xyzz, &parts, 2 * segments),
+        ] {
+            launch(
+                &kernel("msm_from_xyzz", count)
+                    .arg(&**from)
+                    .arg(&**to)
+                    .arg(count as u32)
+                    .build()?,
+            )?;
+        }
+        drop((bucket_xyzz, parts_xyzz));
         // From here on nothing is interrupted: the folds and the weighing take a few milliseconds
         // (about 5 at 2^20 G1 terms on the H200), the call is nearly done, and an interrupted
         // call's device work is lost. The worker yields when the call returns.
