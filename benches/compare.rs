@@ -199,7 +199,7 @@ fn gpu_arith(k: u32, iters: u32) {
             .len(items * 3 * coord)
             .build()
             .expect("out");
-        for op in ["mul", "sqr", "add_affine", "add_affine_xyzz", "add"] {
+        for op in ["mul", "sqr", "add_affine_xyzz", "add"] {
             let mut builder = ocl::Kernel::builder();
             builder
                 .program(&built.program)

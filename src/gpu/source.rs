@@ -170,7 +170,7 @@ pub fn multiexp_source(group: &str) -> String {
 }
 
 /// The source of the arithmetic throughput kernels of one group (`G1_mul_loop`, `G1_sqr_loop`,
-/// `G1_add_affine_loop`, `G1_add_loop`, or the same for `G2` over `Fq2`), which the benchmarks
+/// `G1_add_affine_xyzz_loop`, `G1_add_loop`, or the same for `G2` over `Fq2`), which the benchmarks
 /// time to compare the multiexp with what its arithmetic allows.
 pub fn throughput_source(group: &str) -> String {
     group_source(group, THROUGHPUT)

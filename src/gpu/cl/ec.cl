@@ -4,13 +4,15 @@
 // the identity has Z = 0 (results go to the host this way: blst keeps the same coordinates). Affine bases are (x, y) with the identity encoded as x = y = 0, as blst
 // does (no affine point of these curves has y = 0). Every function handles the identity in every
 // input position, and equal or opposite inputs: a multiexp meets all of these.
-// Formulas: Bernstein and Lange, Explicit-Formulas Database, dbl-2009-l, add-2007-bl,
-// madd-2007-bl (https://hyperelliptic.org/EFD/g1p/auto-shortw-jacobian-0.html).
+// Formulas: Bernstein and Lange, Explicit-Formulas Database, dbl-2009-l and add-2007-bl
+// (https://hyperelliptic.org/EFD/g1p/auto-shortw-jacobian-0.html).
 // The bucket sums accumulate in extended Jacobian coordinates (X, Y, ZZ, ZZZ) for
 // (X / ZZ, Y / ZZZ) with ZZ^3 = ZZZ^2 (the EFD's "xyzz", madd-2008-s and mdbl-2008-s-1,
 // https://hyperelliptic.org/EFD/g1p/auto-shortw-xyzz.html): a mixed addition costs 8M + 2S
-// there against 7M + 4S and twice the additions in Jacobian coordinates; sppark and the ZPrize
-// multiexps keep their buckets in this form too.
+// there against 7M + 4S and twice the additions in Jacobian coordinates (madd-2007-bl, which the
+// bucket sums used until the fourteenth session: 2.20 G1 additions per nanosecond on the H200,
+// against 2.45 for this one, docs/BENCHMARKS.md); sppark and the ZPrize multiexps keep their
+// buckets in this form too.
 
 #define PT(name) CAT(POINT, CAT(_, name))
 
@@ -70,34 +72,6 @@ POINT_FN POINT PT(add)(POINT p, POINT q) {
     o.x = FN(sub)(FN(sub)(FN(sqr)(r), j), FN(double)(v));
     o.y = FN(sub)(FN(mul)(r, FN(sub)(v, o.x)), FN(double)(FN(mul)(s1, j)));
     o.z = FN(mul)(FN(sub)(FN(sub)(FN(sqr)(FN(add)(p.z, q.z)), z1z1), z2z2), h);
-    return o;
-}
-
-POINT_FN POINT PT(add_affine)(POINT p, CAT(POINT, _affine) q) {
-    if (PT(affine_is_identity)(q)) return p;
-    if (PT(is_identity)(p)) {
-        POINT r;
-        r.x = q.x;
-        r.y = q.y;
-        r.z = FN(one)();
-        return r;
-    }
-    FIELD z1z1 = FN(sqr)(p.z);
-    FIELD u2 = FN(mul)(q.x, z1z1);
-    FIELD s2 = FN(mul)(FN(mul)(q.y, p.z), z1z1);
-    if (FN(eq)(p.x, u2)) {
-        return FN(eq)(p.y, s2) ? PT(double)(p) : PT(identity)();
-    }
-    FIELD h = FN(sub)(u2, p.x);
-    FIELD hh = FN(sqr)(h);
-    FIELD i = FN(double)(FN(double)(hh));
-    FIELD j = FN(mul)(h, i);
-    FIELD r = FN(double)(FN(sub)(s2, p.y));
-    FIELD v = FN(mul)(p.x, i);
-    POINT o;
-    o.x = FN(sub)(FN(sub)(FN(sqr)(r), j), FN(double)(v));
-    o.y = FN(sub)(FN(mul)(r, FN(sub)(v, o.x)), FN(double)(FN(mul)(p.y, j)));
-    o.z = FN(sub)(FN(sub)(FN(sqr)(FN(add)(p.z, h)), z1z1), hh);
     return o;
 }
 

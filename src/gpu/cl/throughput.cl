@@ -23,17 +23,9 @@ __kernel void PT(sqr_loop)(__global FIELD *out, uint iters) {
     out[i] = x;
 }
 
-// acc += table[(i + k) % 64] for k < iters: the bucket sum's mixed addition. The table holds
-// arbitrary coordinates (not curve points): the formulas do not check, and the timing is the same.
-__kernel void PT(add_affine_loop)(__global const CAT(POINT, _affine) *table, __global POINT *out,
-                                  uint iters) {
-    uint i = get_global_id(0);
-    POINT acc = PT(identity)();
-    for (uint k = 0; k < iters; k++) acc = PT(add_affine)(acc, table[(i + k) & 63]);
-    out[i] = acc;
-}
-
-// The same in xyzz coordinates, as msm_segments sums (stored as a Jacobian point at the end).
+// acc += table[(i + k) % 64] for k < iters: the bucket sum's mixed addition, in xyzz coordinates
+// as msm_segments sums (stored as a Jacobian point at the end). The table holds arbitrary
+// coordinates (not curve points): the formulas do not check, and the timing is the same.
 __kernel void PT(add_affine_xyzz_loop)(__global const CAT(POINT, _affine) *table,
                                        __global POINT *out, uint iters) {
     uint i = get_global_id(0);
