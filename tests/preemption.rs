@@ -212,7 +212,7 @@ fn a_preempted_call_keeps_the_chunks_it_had_finished() {
         chunk_terms: 1 << 10,
         ..options(Priority::Low, Some("fake-0"))
     };
-    let (mut preempted, mut kept) = (0, 0);
+    let (mut preempted, mut kept, mut lost) = (0, 0, Duration::ZERO);
     for delay_ms in [60, 140, 220] {
         let low = std::thread::scope(|s| {
             let low = s.spawn(|| prove(long, &low_options));
@@ -222,8 +222,11 @@ fn a_preempted_call_keeps_the_chunks_it_had_finished() {
             low.join().unwrap()
         });
         assert!(low.kept_chunks <= low.gpu_chunks_total(), "{low:?}");
+        // What a stopped call threw away is device time within the proof.
+        assert!(low.device_work_lost < low.total, "{low:?}");
         preempted += low.preemptions;
         kept += low.kept_chunks;
+        lost += low.device_work_lost;
     }
     assert!(
         preempted >= 2,
@@ -232,6 +235,12 @@ fn a_preempted_call_keeps_the_chunks_it_had_finished() {
     assert!(
         kept > 0,
         "no preempted call kept a chunk in {preempted} preemptions"
+    );
+    // A call stopped in the middle of a piece (a fake one: a chunk of 4 ms) lost that piece's
+    // work so far.
+    assert!(
+        lost > Duration::ZERO,
+        "no device work lost in {preempted} preemptions"
     );
 }
 

@@ -139,6 +139,7 @@ impl GpuDevice {
                 done => chunks_of[done - 1],
             },
             stopped: pieces.stopped,
+            finished_at: pieces.finished_at,
         }
     }
 

@@ -193,6 +193,7 @@ impl FakeDevice {
                 Ok(sum) => {
                     out.sum += sum;
                     out.done += 1;
+                    out.finished_at = Some(Instant::now());
                 }
                 Err(e) => {
                     out.stopped = Some(e);

@@ -130,6 +130,7 @@ struct Stats {
     out_of_memory: u64,
     kept_chunks: u64,
     cpu_chunks_given_up: u64,
+    device_work_lost: Duration,
 }
 
 /// State the CPU side and the GPU workers both change.
@@ -767,6 +768,12 @@ impl ClaimInner {
                 learned().batches.insert(key.clone(), batch);
                 continue;
             };
+            // The device's work on the pieces it did not finish is thrown away (their upload
+            // included): part of what a preemption costs the prover beside the time it waits.
+            let lost = result
+                .finished_at
+                .map_or(started.elapsed(), |at| at.elapsed().min(started.elapsed()));
+            self.shared().stats.device_work_lost += lost;
             if kept > 0 {
                 self.shared().stats.kept_chunks += kept as u64;
                 log::info!(
@@ -902,6 +909,7 @@ impl ClaimInner {
         report.out_of_memory = s.out_of_memory;
         report.kept_chunks = s.kept_chunks;
         report.cpu_chunks_given_up = s.cpu_chunks_given_up;
+        report.device_work_lost = s.device_work_lost;
     }
 }
 

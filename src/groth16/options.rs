@@ -187,6 +187,9 @@ pub struct ProofReport {
     /// CPU chunks given up half way because a device came back that would finish them sooner
     /// (they went back to the queue and count where they were finished).
     pub cpu_chunks_given_up: u64,
+    /// Device time of multiexp calls stopped early (preempted, or failed) after their last
+    /// finished piece, uploads included: work thrown away, which the prover computes again.
+    pub device_work_lost: Duration,
 }
 
 impl ProofReport {
@@ -214,7 +217,7 @@ impl ProofReport {
              \"cpu_chunks_without_retry\":{},\"wait_ms\":{},\
              \"handover_ms\":{},\"yield_ms\":{},\"live_device_bytes_at_release\":{},\
              \"peak_device_bytes\":{},\"gpu_failures\":{},\"out_of_memory\":{},\"kept_chunks\":{},\
-             \"cpu_chunks_given_up\":{}}}",
+             \"cpu_chunks_given_up\":{},\"device_work_lost_ms\":{}}}",
             self.priority,
             ms(self.total),
             ms(self.synthesis),
@@ -237,7 +240,8 @@ impl ProofReport {
             self.gpu_failures,
             self.out_of_memory,
             self.kept_chunks,
-            self.cpu_chunks_given_up
+            self.cpu_chunks_given_up,
+            ms(self.device_work_lost)
         )
     }
 }
@@ -309,7 +313,8 @@ mod tests {
         );
         assert!(
             j.ends_with(
-                "\"gpu_failures\":0,\"out_of_memory\":0,\"kept_chunks\":0,\"cpu_chunks_given_up\":0}"
+                "\"gpu_failures\":0,\"out_of_memory\":0,\"kept_chunks\":0,\"cpu_chunks_given_up\":0,\
+                 \"device_work_lost_ms\":0.000}"
             ),
             "{j}"
         );

@@ -9,6 +9,7 @@ use crate::gpu::program::BuiltProgram;
 use crate::multiexp::ScalarRepr;
 use group::Group;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 /// What a call over pieces computed ([`MultiexpKernel::multiexp_in_pieces`]).
 #[derive(Debug)]
@@ -19,6 +20,9 @@ pub struct PieceSums<C> {
     pub done: usize,
     /// What stopped the call before its last piece (`None`: every piece is in `sum`).
     pub stopped: Option<GpuError>,
+    /// When the last of the `done` pieces was finished (`None` while none is): a stopped call's
+    /// device work after it was thrown away.
+    pub finished_at: Option<Instant>,
 }
 
 impl<C: Group> PieceSums<C> {
@@ -28,6 +32,7 @@ impl<C: Group> PieceSums<C> {
             sum: C::identity(),
             done: 0,
             stopped: None,
+            finished_at: None,
         }
     }
 
@@ -126,6 +131,7 @@ impl MultiexpKernel {
                     Ok(sum) => {
                         out.sum += sum;
                         out.done += 1;
+                        out.finished_at = Some(Instant::now());
                         self.pieces_summed.fetch_add(1, Ordering::Relaxed);
                         let _ = credit.send(());
                     }
