@@ -307,7 +307,7 @@ pub fn run(
         println!(
             "{} priority (pid {pid}, 2^{} constraints): started {:.3} s, ended {:.3} s, verified {}, \
              total {:.0} ms, synthesis {:.0} ms, hand-over {} ms, preemptions {}, returns {}, \
-             GPU chunks {} of {}, kept {}",
+             GPU chunks {} of {}, kept {}, device work lost {} ms, CPU chunks given up {}",
             r.name,
             r.k,
             r.started.as_secs_f64(),
@@ -321,6 +321,8 @@ pub fn run(
             field(&r.report, "gpu_chunks").unwrap_or(f64::NAN),
             field(&r.report, "total_chunks").unwrap_or(f64::NAN),
             field(&r.report, "kept_chunks").unwrap_or(f64::NAN),
+            field(&r.report, "device_work_lost_ms").unwrap_or(f64::NAN),
+            field(&r.report, "cpu_chunks_given_up").unwrap_or(f64::NAN),
         );
     }
     let of = |roles: &[(u32, Role)], name: &str, key: &str| -> Vec<f64> {
