@@ -303,6 +303,8 @@ pub struct QuotientSteps {
     values: usize,
     /// `a`, `b`, `c`.
     pub(crate) inputs: [QuotientInput; 3],
+    /// When a device last finished a step (what an interrupted try did after it is lost).
+    pub(crate) last_step_at: Option<std::time::Instant>,
 }
 
 impl QuotientSteps {
@@ -313,6 +315,7 @@ impl QuotientSteps {
             n: values.max(1).next_power_of_two(),
             values,
             inputs: [a, b, c].map(QuotientInput::OnDomain),
+            last_step_at: None,
         }
     }
 

@@ -300,8 +300,10 @@ fn a_quotient_interrupted_on_the_device_is_put_off_and_done_there_later() {
     assert!(low.returns_to_gpu >= 1 && low.fft_on_gpu, "{low:?}");
     assert_eq!(low.quotient_steps_on_gpu, 4, "{low:?}");
     assert_eq!(high.quotient_steps_on_gpu, 0, "{high:?}");
-    // Its first try went whole (2^15 values, under `stepped_quotient_from`).
+    // Its first try went whole (2^15 values, under `stepped_quotient_from`): the device time
+    // it had spent in it (at least the 50 ms before the request) was lost.
     assert_eq!(low.quotient_first_try_steps, 0, "{low:?}");
+    assert!(low.device_work_lost >= Duration::from_millis(40), "{low:?}");
 }
 
 #[test]
@@ -331,6 +333,12 @@ fn a_low_quotient_in_steps_from_its_first_try_keeps_them_when_interrupted() {
     assert!((1..=3).contains(&low.quotient_first_try_steps), "{low:?}");
     assert_eq!(low.quotient_steps_on_gpu, 4, "{low:?}");
     assert!(!high.quotient_deferred, "{high:?}");
+    // Only the step in progress was lost: the time since the first step ended (about 320 ms),
+    // not the try's 650 ms.
+    assert!(
+        low.device_work_lost > Duration::ZERO && low.device_work_lost < Duration::from_millis(550),
+        "{low:?}"
+    );
 }
 
 #[test]

@@ -241,6 +241,7 @@ impl FakeDevice {
                 self.occupy(quarter, 32 * n as u64, interrupt)?;
                 let on_coset = to_coset(values.clone(), n).map_err(invalid)?;
                 *input = QuotientInput::OnCoset(on_coset);
+                steps.last_step_at = Some(Instant::now());
             }
         }
         self.occupy(quarter, 96 * n as u64, interrupt)?;

@@ -321,13 +321,17 @@ impl FftKernel {
         interrupt: &dyn Fn() -> bool,
     ) -> Result<Vec<Scalar>, GpuError> {
         let mut done: [Option<Vec<Scalar>>; 3] = Default::default();
+        let mut kept_at = None;
         let result = {
             let input = |i: usize| match &steps.inputs[i] {
                 QuotientInput::OnDomain(v) => (v.as_slice(), false),
                 QuotientInput::OnCoset(v) => (v.as_slice(), true),
             };
             let inputs = [input(0), input(1), input(2)];
-            let mut keep = |i: usize, values: Vec<Scalar>| done[i] = Some(values);
+            let mut keep = |i: usize, values: Vec<Scalar>| {
+                done[i] = Some(values);
+                kept_at = Some(std::time::Instant::now());
+            };
             self.quotient_on_device(steps.n, inputs, Some(&mut keep), interrupt)
         };
         // The finished steps are kept whether or not the whole quotient was, unless the device
@@ -337,6 +341,7 @@ impl FftKernel {
                 return result;
             }
         }
+        steps.last_step_at = kept_at.or(steps.last_step_at);
         for (input, values) in steps.inputs.iter_mut().zip(done) {
             if let Some(values) = values {
                 let replaced = std::mem::replace(input, QuotientInput::OnCoset(values));

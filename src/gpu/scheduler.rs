@@ -820,7 +820,12 @@ impl ClaimInner {
         if a.len().next_power_of_two() < MIN_GPU_FFT {
             return QuotientOnGpu::NotThere;
         }
-        self.on_fft_device(&mut |k| k.device.quotient(a, b, c, &|| k.should_yield()))
+        let started = Instant::now();
+        let result = self.on_fft_device(&mut |k| k.device.quotient(a, b, c, &|| k.should_yield()));
+        if matches!(result, QuotientOnGpu::Preempted) {
+            self.shared().stats.device_work_lost += started.elapsed();
+        }
+        result
     }
 
     /// The quotient from the steps done in `steps`, keeping each step a device finishes.
@@ -828,7 +833,18 @@ impl ClaimInner {
         if steps.n < MIN_GPU_FFT {
             return QuotientOnGpu::NotThere;
         }
-        self.on_fft_device(&mut |k| k.device.quotient_steps(steps, &|| k.should_yield()))
+        let started = Instant::now();
+        let result =
+            self.on_fft_device(&mut |k| k.device.quotient_steps(steps, &|| k.should_yield()));
+        if matches!(result, QuotientOnGpu::Preempted) {
+            // What the try did after its last kept step is lost.
+            let since = steps
+                .last_step_at
+                .filter(|at| *at > started)
+                .unwrap_or(started);
+            self.shared().stats.device_work_lost += since.elapsed();
+        }
+        result
     }
 
     /// Runs `quotient` on a held (or newly taken) device that has an FFT program.

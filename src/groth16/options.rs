@@ -187,8 +187,9 @@ pub struct ProofReport {
     /// CPU chunks given up half way because a device came back that would finish them sooner
     /// (they went back to the queue and count where they were finished).
     pub cpu_chunks_given_up: u64,
-    /// Device time of multiexp calls stopped early (preempted, or failed) after their last
-    /// finished piece, uploads included: work thrown away, which the prover computes again.
+    /// Device time thrown away, which the prover computes again: multiexp calls stopped early
+    /// (preempted, or failed) after their last finished piece, and quotient tries a higher
+    /// priority interrupted after their last kept step, uploads included.
     pub device_work_lost: Duration,
 }
 
