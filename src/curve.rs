@@ -41,7 +41,7 @@ pub trait CurveAffine: PrimeCurveAffine<Scalar = Scalar> + sealed::Sealed {
         -> Self::Curve;
 
     /// The multiexp through a proof's GPU claim: chunks on its devices and the CPU (see
-    /// `src/gpu/scheduler.rs`). The lengths must match.
+    /// `src/gpu/scheduler/`). The lengths must match.
     #[cfg(feature = "gpu")]
     fn scheduled_multiexp(
         claim: &mut crate::gpu::scheduler::GpuClaim,

@@ -20,8 +20,12 @@ use super::multiexp::GpuCurve;
 use crate::domain::QuotientSteps;
 use crate::groth16::{Priority, ProofReport};
 use crate::multicore::Pool;
-use crate::multiexp::{multiexp_on, multiexp_on_until, ScalarRepr};
+use crate::multiexp::ScalarRepr;
+
+mod cpu_share;
 use blstrs::Scalar;
+pub(crate) use cpu_share::cpu_pool;
+use cpu_share::{cpu_chunk, cpu_part, cpu_takes, give_up_cpu_chunk};
 use group::Group;
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -209,8 +213,6 @@ fn learned() -> MutexGuard<'static, Learned> {
     lock(LEARNED.get_or_init(Default::default))
 }
 
-/// The CPU takes a chunk only while more than this many per running device worker are queued.
-const CPU_SHARE_GUARD: usize = 2;
 /// Sleep of the CPU side while the devices finish the last chunks (it also tries to take
 /// devices each time).
 const CPU_IDLE_STEP: Duration = Duration::from_millis(1);
@@ -220,9 +222,6 @@ const LONG_PROBE_GAP: Duration = Duration::from_millis(50);
 
 /// How often the watcher probes idle devices.
 const WATCH_STEP: Duration = Duration::from_millis(2);
-
-/// How often a prover computing a CPU chunk of a multiexp tries for the devices it lacks.
-const RETURN_STEP: Duration = Duration::from_millis(2);
 
 fn max_opt(a: Option<Duration>, b: Duration) -> Option<Duration> {
     Some(a.map_or(b, |a| a.max(b)))
@@ -965,114 +964,6 @@ fn next_batch(
     next.min(cap.unwrap_or(usize::MAX)).max(1)
 }
 
-/// Whether the CPU takes the chunk at the back of `q` while `running` device workers take from
-/// the front. With no worker, always. With both speeds measured (`rates`: device, CPU), only when
-/// the devices would still be busy with the rest of the queue when the CPU is done with that
-/// chunk: a GPU many times faster than the CPU otherwise waits at the end for the CPU's chunk,
-/// and the proof is slower for the help. Before that, while more than [`CPU_SHARE_GUARD`] chunks
-/// per worker are queued, which lets the CPU measure itself.
-fn cpu_takes(
-    q: &VecDeque<Range<usize>>,
-    running: usize,
-    (device, cpu): (Option<f64>, Option<f64>),
-) -> bool {
-    if running == 0 {
-        return true;
-    }
-    match (q.back(), device, cpu) {
-        (Some(back), Some(device), Some(cpu)) if device > 0.0 && cpu > 0.0 => {
-            let rest = q.iter().map(|r| r.len()).sum::<usize>() - back.len();
-            let devices_busy = rest as f64 / (device * running as f64);
-            back.len() as f64 / cpu < devices_busy
-        }
-        _ => q.len() > CPU_SHARE_GUARD * running,
-    }
-}
-
-/// Whether the CPU gives up its chunk of `terms` after `elapsed`: when the `held` devices would
-/// finish it and the `queued` terms before the CPU finishes it alone (`rates`: device, CPU, in
-/// terms per second; while the CPU's rate is unknown, when the queue is empty). The GPU is
-/// many times faster than the CPU, so a device that comes back while the CPU's chunk has most of
-/// its way to go would otherwise wait idle at the multiexp's end (or the proof waits for the
-/// chunk): the chunk's finished tasks are lost, not the proof's time.
-fn give_up_cpu_chunk(
-    queued: usize,
-    terms: usize,
-    elapsed: Duration,
-    held: usize,
-    (device, cpu): (Option<f64>, Option<f64>),
-) -> bool {
-    let Some(device) = device.filter(|d| *d > 0.0) else {
-        return false;
-    };
-    if held == 0 {
-        return false;
-    }
-    let devices_need = (queued + terms) as f64 / (device * held as f64);
-    match cpu.filter(|c| *c > 0.0) {
-        Some(cpu) => devices_need < terms as f64 / cpu - elapsed.as_secs_f64(),
-        // Unmeasured, the CPU could take the chunk back at once (`cpu_takes`' guard): given
-        // up only when the devices have nothing else to do.
-        None => queued == 0,
-    }
-}
-
-/// One chunk on the CPU, computed on a thread of its own while this thread calls `between` every
-/// [`RETURN_STEP`] with the time so far; once `between` says to give the chunk up, the chunk's
-/// tasks not yet begun are skipped and the result is `None` (unless it finished meanwhile). With
-/// no thread to be had, the chunk is computed here.
-fn cpu_chunk<G: GpuCurve>(
-    bases: &[G],
-    scalars: &[ScalarRepr],
-    range: Range<usize>,
-    pool: Pool,
-    mut between: impl FnMut(Duration) -> bool,
-) -> Option<G::Curve> {
-    let started = Instant::now();
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|inner| {
-        let (done, result) = std::sync::mpsc::channel();
-        let (stop_ref, range_ref) = (&stop, range.clone());
-        let cpu = std::thread::Builder::new()
-            .name("groth16-cpu-chunk".into())
-            .spawn_scoped(inner, move || {
-                let slowed = Instant::now() + super::fake::cpu_chunk_delay(range_ref.len());
-                while Instant::now() < slowed {
-                    if stop_ref.load(Ordering::Relaxed) {
-                        let _ = done.send(None);
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                let part = multiexp_on_until(
-                    pool,
-                    &bases[range_ref.clone()],
-                    &scalars[range_ref],
-                    stop_ref,
-                );
-                let _ = done.send(part.unwrap_or_else(|_| Some(G::Curve::identity())));
-            });
-        let Ok(cpu) = cpu else {
-            return Some(cpu_part(bases, scalars, range, pool));
-        };
-        loop {
-            match result.recv_timeout(RETURN_STEP) {
-                Ok(part) => return part,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    if !stop.load(Ordering::Relaxed) && between(started.elapsed()) {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                }
-                // The chunk's thread panicked: so does this one.
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => match cpu.join() {
-                    Err(panic) => std::panic::resume_unwind(panic),
-                    Ok(()) => unreachable!("a chunk's thread ended unsent"),
-                },
-            }
-        }
-    })
-}
-
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -1081,107 +972,10 @@ fn queue_len(q: &Mutex<VecDeque<Range<usize>>>) -> usize {
     lock(q).len()
 }
 
-/// One chunk on the CPU, on `pool`; the lengths were checked by the caller.
-fn cpu_part<G: GpuCurve>(
-    bases: &[G],
-    scalars: &[ScalarRepr],
-    range: Range<usize>,
-    pool: Pool,
-) -> G::Curve {
-    multiexp_on(pool, &bases[range.clone()], &scalars[range])
-        .unwrap_or_else(|_| G::Curve::identity())
-}
-
-/// The pool of a CPU chunk of a prover at `priority`: the lowest level's on lower-priority
-/// threads, so that a higher prover's host work goes first; otherwise, with devices running
-/// beside it, the smaller pool that leaves their host threads free.
-pub(crate) fn cpu_pool(priority: Priority, beside_devices: bool) -> Pool {
-    if priority == Priority::ALL[0] {
-        Pool::Background
-    } else if beside_devices {
-        Pool::BesideDevices
-    } else {
-        Pool::Main
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{cpu_pool, cpu_takes, give_up_cpu_chunk, next_batch};
-    use crate::groth16::Priority;
-    use crate::multicore::Pool;
-    use std::collections::VecDeque;
-    use std::ops::Range;
+    use super::next_batch;
     use std::time::Duration;
-
-    #[test]
-    fn the_cpu_takes_a_chunk_only_when_it_ends_before_the_devices() {
-        let q: VecDeque<Range<usize>> = (0..10).map(|i| i * 100..(i + 1) * 100).collect();
-        // No device worker: the CPU takes everything.
-        assert!(cpu_takes(&q, 0, (Some(1e9), Some(1.0))));
-        // Unmeasured: more than two chunks per worker.
-        assert!(cpu_takes(&q, 4, (None, None)));
-        assert!(!cpu_takes(&q, 5, (None, Some(1e3))));
-        // One device at 1000 terms/s has 0.9 s of work besides the last chunk.
-        assert!(cpu_takes(&q, 1, (Some(1000.0), Some(200.0)))); // CPU: 0.5 s
-        assert!(!cpu_takes(&q, 1, (Some(1000.0), Some(100.0)))); // CPU: 1 s
-        assert!(!cpu_takes(&q, 2, (Some(1000.0), Some(200.0)))); // devices: 0.45 s
-    }
-
-    #[test]
-    fn a_cpu_chunk_is_given_up_only_for_devices_that_finish_it_sooner() {
-        let ms = Duration::from_millis;
-        // No device held, or none measured: the CPU goes on.
-        assert!(!give_up_cpu_chunk(
-            0,
-            1000,
-            ms(0),
-            0,
-            (Some(1e6), Some(1e3))
-        ));
-        assert!(!give_up_cpu_chunk(0, 1000, ms(0), 1, (None, Some(1e3))));
-        // CPU at 1000 terms/s: 1 s for the chunk. A device at 10^4 terms/s needs 0.1 s for it
-        // alone, 0.6 s with 5000 queued terms, 1.1 s with 10^4.
-        assert!(give_up_cpu_chunk(
-            0,
-            1000,
-            ms(100),
-            1,
-            (Some(1e4), Some(1e3))
-        ));
-        assert!(give_up_cpu_chunk(
-            5000,
-            1000,
-            ms(100),
-            1,
-            (Some(1e4), Some(1e3))
-        ));
-        assert!(!give_up_cpu_chunk(
-            10_000,
-            1000,
-            ms(100),
-            1,
-            (Some(1e4), Some(1e3))
-        ));
-        // ... two such devices need 0.55 s; nearly done, the CPU keeps its chunk.
-        assert!(give_up_cpu_chunk(
-            10_000,
-            1000,
-            ms(100),
-            2,
-            (Some(1e4), Some(1e3))
-        ));
-        assert!(!give_up_cpu_chunk(
-            0,
-            1000,
-            ms(950),
-            1,
-            (Some(1e4), Some(1e3))
-        ));
-        // The CPU unmeasured: given up only when the devices have nothing else to do.
-        assert!(give_up_cpu_chunk(0, 1000, ms(10), 1, (Some(1e4), None)));
-        assert!(!give_up_cpu_chunk(1, 1000, ms(10), 1, (Some(1e4), None)));
-    }
 
     #[test]
     fn runs_fit_the_target_time_and_respect_the_memory_cap() {
@@ -1202,16 +996,5 @@ mod tests {
         // After running out of memory at 6 chunks the cap is 3.
         assert_eq!(next_batch(3, 3, ms(3), Some(3), T), 3);
         assert_eq!(next_batch(1, 1, ms(0), Some(3), T), 3);
-    }
-
-    #[test]
-    fn the_lowest_level_computes_in_the_background_and_others_leave_devices_threads() {
-        for beside in [false, true] {
-            assert_eq!(cpu_pool(Priority::Low, beside), Pool::Background);
-        }
-        assert_eq!(cpu_pool(Priority::Normal, true), Pool::BesideDevices);
-        assert_eq!(cpu_pool(Priority::High, true), Pool::BesideDevices);
-        assert_eq!(cpu_pool(Priority::Normal, false), Pool::Main);
-        assert_eq!(cpu_pool(Priority::High, false), Pool::Main);
     }
 }
