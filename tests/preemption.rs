@@ -248,18 +248,19 @@ fn a_preempted_call_keeps_the_chunks_it_had_finished() {
 fn a_prover_back_on_its_device_gives_up_the_cpu_chunk_in_progress() {
     let _g = setup("give-up");
     let (long, short) = long_and_short();
-    // CPU chunks 10x slower than the fake device's (40 us a term against 4: at least 164 ms a
-    // chunk, as a GPU is many times faster than its host's CPU). The low prover, preempted,
-    // starts a CPU chunk; the high proof (tens of milliseconds) ends long before that chunk,
-    // and the low prover, back on the device, gives the chunk up to it instead of waiting for
-    // it (the device would otherwise stand idle, or the proof wait, for most of the chunk).
+    // The low prover's CPU chunks 100x slower than the fake device's (400 us a term against 4:
+    // at least 1.6 s a chunk, as a GPU is many times faster than its host's CPU; the high
+    // prover's are not slowed). The low prover, preempted, starts a CPU chunk; the high proof
+    // (about 0.6 s with these fakes on two cores) ends long before that chunk, and the low
+    // prover, back on the device, gives the chunk up to it instead of waiting for it (the
+    // device would otherwise stand idle, or the proof wait, for most of the chunk).
     struct Restore;
     impl Drop for Restore {
         fn drop(&mut self) {
             set_cpu_chunk_ns_per_term(0);
         }
     }
-    set_cpu_chunk_ns_per_term(40_000);
+    set_cpu_chunk_ns_per_term(400_000);
     let _restore = Restore;
     let (mut returned, mut given_up) = (0, 0);
     for delay_ms in [50, 150, 250] {

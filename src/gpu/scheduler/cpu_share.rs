@@ -89,7 +89,8 @@ pub(super) fn cpu_chunk<G: GpuCurve>(
         let cpu = std::thread::Builder::new()
             .name("groth16-cpu-chunk".into())
             .spawn_scoped(inner, move || {
-                let slowed = Instant::now() + crate::gpu::fake::cpu_chunk_delay(range_ref.len());
+                let slowed =
+                    Instant::now() + crate::gpu::fake::cpu_chunk_delay(range_ref.len(), pool);
                 while Instant::now() < slowed {
                     if stop_ref.load(Ordering::Relaxed) {
                         let _ = done.send(None);
