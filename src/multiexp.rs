@@ -111,24 +111,10 @@ pub fn multiexp<G: CurveAffine>(
     Ok(multicore::install(|| pippenger(bases, scalars, None)).unwrap_or_else(G::Curve::identity))
 }
 
-/// [`multiexp`] on one of the crate's pools (the CPU share of a multiexp split with devices).
-#[cfg(feature = "gpu")]
-pub(crate) fn multiexp_on<G: CurveAffine>(
-    pool: multicore::Pool,
-    bases: &[G],
-    scalars: &[ScalarRepr],
-) -> Result<G::Curve, LengthMismatch> {
-    check_lengths(bases, scalars)?;
-    Ok(
-        multicore::install_on(pool, || pippenger(bases, scalars, None))
-            .unwrap_or_else(G::Curve::identity),
-    )
-}
-
-/// [`multiexp_on`] that a caller can give up: once `stop` is set, the (window, slice) tasks not
-/// yet begun are skipped and the result is `Ok(None)`, so only the tasks already running finish
-/// (a fraction of the whole: there are at least as many tasks as threads). The scheduler gives
-/// up a CPU chunk this way when a device that came back would finish it sooner.
+/// [`multiexp`] on one of the crate's pools (the CPU share of a multiexp split with devices),
+/// which a caller can give up: once `stop` is set, the (window, slice) tasks not yet begun are
+/// skipped and the result is `Ok(None)`, so only the tasks already running finish. The scheduler
+/// gives up a CPU chunk this way when a device that came back would finish it sooner.
 #[cfg(feature = "gpu")]
 pub(crate) fn multiexp_on_until<G: CurveAffine>(
     pool: multicore::Pool,

@@ -459,18 +459,15 @@ impl FftKernel {
                 }
                 Ok(out)
             })();
-            let stopping = result
-                .as_ref()
-                .err()
-                .map(|e: &GpuError| (e.clone(), std::time::Instant::now()));
-            if result.is_err() {
+            let stopped_at = result.is_err().then(std::time::Instant::now);
+            if stopped_at.is_some() {
                 stop.store(true, Ordering::Relaxed);
             }
             // Uploads still in the channel are dropped (freed) with it, before the device is
             // released.
             drop(arrivals);
             let joined = upload.join();
-            if let Some((e, at)) = stopping {
+            if let (Some(at), Err(e)) = (stopped_at, &result) {
                 // A release 34-61 ms after the request was seen, in this quotient at 2^25
                 // values on the H200 (fourteenth session), while the holder probed every 7-11
                 // ms: this says how much of it is the stop here.

@@ -5,7 +5,7 @@
 use crate::gpu::multiexp::GpuCurve;
 use crate::groth16::Priority;
 use crate::multicore::Pool;
-use crate::multiexp::{multiexp_on, multiexp_on_until, ScalarRepr};
+use crate::multiexp::{multiexp_on_until, ScalarRepr};
 use group::Group;
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -134,8 +134,11 @@ pub(super) fn cpu_part<G: GpuCurve>(
     range: Range<usize>,
     pool: Pool,
 ) -> G::Curve {
-    multiexp_on(pool, &bases[range.clone()], &scalars[range])
-        .unwrap_or_else(|_| G::Curve::identity())
+    let never = AtomicBool::new(false);
+    multiexp_on_until(pool, &bases[range.clone()], &scalars[range], &never)
+        .ok()
+        .flatten()
+        .unwrap_or_else(G::Curve::identity)
 }
 
 /// The pool of a CPU chunk of a prover at `priority`: the lowest level's on lower-priority

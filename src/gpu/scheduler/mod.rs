@@ -21,11 +21,7 @@ use crate::domain::QuotientSteps;
 use crate::groth16::{Priority, ProofReport};
 use crate::multicore::Pool;
 use crate::multiexp::ScalarRepr;
-
-mod cpu_share;
 use blstrs::Scalar;
-pub(crate) use cpu_share::cpu_pool;
-use cpu_share::{cpu_chunk, cpu_part, cpu_takes, give_up_cpu_chunk};
 use group::Group;
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -34,6 +30,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+mod cpu_share;
+pub(crate) use cpu_share::cpu_pool;
+use cpu_share::{cpu_chunk, cpu_part, cpu_takes, give_up_cpu_chunk};
 
 /// How long a prover waits at its start for a lower priority to hand a device over before it
 /// starts on the CPU (and keeps asking between chunks).
@@ -769,12 +769,12 @@ impl ClaimInner {
             };
             // The device's work on the pieces it did not finish is thrown away (their upload
             // included): part of what a preemption costs the prover beside the time it waits.
-            let lost = result
-                .finished_at
-                .map_or(started.elapsed(), |at| at.elapsed().min(started.elapsed()));
-            self.shared().stats.device_work_lost += lost;
+            let lost = result.finished_at.unwrap_or(started).elapsed();
+            let mut s = self.shared();
+            s.stats.device_work_lost += lost;
+            s.stats.kept_chunks += kept as u64;
+            drop(s);
             if kept > 0 {
-                self.shared().stats.kept_chunks += kept as u64;
                 log::info!(
                     "gpu: {} kept {kept} of {} chunk(s) of a call that stopped ({e})",
                     k.device.id,
