@@ -275,7 +275,10 @@ fn run_prover(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
 mod demo;
 
 fn main() {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    // Milliseconds in the log's times: the phases of a proof are milliseconds apart.
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
+        .format_timestamp_millis()
+        .init();
     let a = match parse() {
         Ok(a) => a,
         Err(e) => {

@@ -6,6 +6,11 @@
 #
 #   scripts/measure-memory.sh                       # 2^20, the prover built here with `gpu`
 #   K=18 PROVER_BIN=.bench/prover scripts/measure-memory.sh   # on a host without cargo
+#   TRACE=trace.txt scripts/measure-memory.sh       # and where the memory went, in trace.txt
+#
+# With TRACE, the measured process runs with the crate's debug log, and its resident memory is
+# sampled every 2 ms from /proc (Linux): each move of 8 MiB or more is written to the file as a
+# line, in time order among the log's lines, so the peak can be placed among a proof's phases.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 K=${K:-20}
@@ -15,12 +20,39 @@ if [ -z "${PROVER_BIN:-}" ]; then
     PROVER_BIN=target/release/examples/prover
 fi
 "$PROVER_BIN" --circuit squares --log2-constraints "$K" --proofs 1 --json > /dev/null
-python3 - "$PROVER_BIN" "$K" "$PROOFS" <<'PY'
-import os, resource, subprocess, sys
-prover, k, proofs = sys.argv[1:4]
-run = subprocess.run([prover, "--circuit", "squares", "--log2-constraints", k, "--proofs", proofs,
-                      "--json"], capture_output=True, text=True, check=True)
-for line in run.stdout.splitlines():
+python3 - "$PROVER_BIN" "$K" "$PROOFS" "${TRACE:-}" <<'PY'
+import datetime, os, resource, subprocess, sys, tempfile, time
+prover, k, proofs, trace = sys.argv[1:5]
+cmd = [prover, "--circuit", "squares", "--log2-constraints", k, "--proofs", proofs, "--json"]
+env = dict(os.environ)
+samples = []
+with tempfile.TemporaryFile("w+") as log:
+    if trace:
+        env["RUST_LOG"] = "preemptible_groth16=debug"
+    run = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log if trace else None, text=True,
+                           env=env)
+    if trace:
+        # The log's times are UTC with milliseconds (the example's logger); so are these.
+        last = 0
+        while run.poll() is None:
+            try:
+                with open(f"/proc/{run.pid}/status") as f:
+                    rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS")) // 1024
+            except (OSError, StopIteration):
+                break
+            if abs(rss - last) >= 8:
+                now = datetime.datetime.now(datetime.timezone.utc)
+                samples.append(f"[{now.strftime('%Y-%m-%dT%H:%M:%S.%f')[:-3]}Z RSS {rss} MiB]")
+                last = rss
+            time.sleep(0.002)
+    out, _ = run.communicate()
+    if run.returncode != 0:
+        sys.exit(f"prover failed with {run.returncode}")
+    if trace:
+        log.seek(0)
+        with open(trace, "w") as f:
+            f.writelines(l + "\n" for l in sorted(samples + log.read().splitlines()))
+for line in out.splitlines():
     print(line)
 peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 params = os.path.getsize(f"params-cache/squares-{k}.params")

@@ -470,10 +470,11 @@ impl Work {
     }
 }
 
-/// Runs `f`, the preparation of scalars beside a quotient: with the `gpu` feature on the pool of
-/// the CPU's share of this proof's multiexps beside running devices (`scheduler::cpu_pool`: the
-/// lower-priority one at the lowest level); without, on the crate's pool.
-fn beside_the_quotient<R: Send>(priority: Priority, f: impl FnOnce() -> R + Send) -> R {
+/// Runs `f`, the making of a multiexp's scalars: with the `gpu` feature on the pool of the CPU's
+/// share of this proof's multiexps beside running devices (`scheduler::cpu_pool`: the
+/// lower-priority one at the lowest level), which leaves the transfers' fill threads their cores;
+/// without, on the crate's pool.
+fn making_scalars<R: Send>(priority: Priority, f: impl FnOnce() -> R + Send) -> R {
     #[cfg(feature = "gpu")]
     return multicore::install_on(crate::gpu::scheduler::cpu_pool(priority, true), f);
     #[cfg(not(feature = "gpu"))]
@@ -481,6 +482,30 @@ fn beside_the_quotient<R: Send>(priority: Priority, f: impl FnOnce() -> R + Send
         let _ = priority;
         multicore::install(f)
     }
+}
+
+/// Runs `multiexp` here and `next` (the next multiexp's scalars, [`making_scalars`]) on a thread
+/// beside it, so that the device does not wait for them; without a thread, `next` runs after.
+/// (`Copy`: it borrows what it reads, so a spawn that fails and drops it loses nothing.)
+fn with_next_scalars<M, N: Send>(
+    priority: Priority,
+    multiexp: impl FnOnce() -> M,
+    next: impl FnOnce() -> N + Send + Copy,
+) -> (M, N) {
+    std::thread::scope(|scope| {
+        let beside = std::thread::Builder::new()
+            .name("groth16-scalars".into())
+            .spawn_scoped(scope, move || making_scalars(priority, next))
+            .ok();
+        let sum = multiexp();
+        let scalars = match beside {
+            Some(thread) => thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            None => making_scalars(priority, next),
+        };
+        (sum, scalars)
+    })
 }
 
 /// Proves one synthesized circuit with blinding factors `r`, `s`.
@@ -513,65 +538,79 @@ fn prove<P: ParameterSource + Sync>(
 
     // The devices are claimed after synthesis and the checks: a failing circuit never holds one.
     let mut work = Work::new(options, domain_size);
-    let h_query = |work: &mut Work, h: Vec<Scalar>| {
+    let priority = options.priority;
+    let ProvingAssignment {
+        a_aux_density,
+        b_input_density,
+        b_aux_density,
+        a: a_values,
+        b: b_values,
+        c: c_values,
+        input_assignment,
+        aux_assignment,
+    } = cs;
+    // Each multiexp's scalars are made beside the multiexp before it (the witness's beside the
+    // H query), and each vector is freed once its last reader is done: a 2^20 proof's host memory
+    // peaked at 1330 MiB (672 MiB of parameters) while all of them were made beside the quotient
+    // (H200, fifteenth session). Made only after the multiexp before, they left the device idle
+    // for 20-30 ms of a 2^20 proof (ninth session). Vectors are freed on other threads: 32 MiB
+    // took milliseconds to hand back between two multiexps (tenth session), 512 MiB at 2^24 tens
+    // of milliseconds.
+    let witness = || {
+        (
+            scalar_reprs(&input_assignment),
+            scalar_reprs(&aux_assignment),
+        )
+    };
+    type Witness = (Vec<ScalarRepr>, Vec<ScalarRepr>);
+    let h_query = |work: &mut Work, h: Vec<Scalar>, next: Option<&(dyn Fn() -> Witness + Sync)>| {
         log::debug!("prove: quotient polynomial at {:.2?}", start.elapsed());
         let scalars = scalar_reprs(&h);
         free_in_background(h);
-        let sum = work.msm(params.h(), &scalars, "H query");
+        let mut msm = || work.msm(params.h(), &scalars, "H query");
+        let (sum, made) = match next {
+            Some(next) => {
+                let (sum, made) = with_next_scalars(priority, msm, move || next());
+                (sum, Some(made))
+            }
+            None => (msm(), None),
+        };
         free_in_background(scalars);
-        sum
+        Ok::<_, SynthesisError>((sum?, made))
     };
     let mut h = G1Projective::identity();
     let mut deferred = None;
-    // The other multiexps' scalars (the assignment in canonical form, and the A and B queries'
-    // selections) are made while the quotient and the H multiexp run, mostly on a device: made
-    // after them, they left the device idle for 20-30 ms of a 2^20 proof (H200, ninth session).
-    // With the `gpu` feature they are made on the pool of the proof's CPU share, which leaves the
-    // transfers' fill threads their cores. They add about 100 bytes per constraint to the host
-    // memory of the quotient's time (three vectors of canonical scalars, at most).
-    let (priority, input_assignment, aux_assignment) =
-        (options.priority, &cs.input_assignment, &cs.aux_assignment);
-    let (a_density, b_input_density, b_aux_density) =
-        (&cs.a_aux_density, &cs.b_input_density, &cs.b_aux_density);
-    let prepare = move || {
-        beside_the_quotient(priority, || {
-            let inputs = scalar_reprs(input_assignment);
-            let aux = scalar_reprs(aux_assignment);
-            let a_scalars = a_density.select_after(&inputs, &aux);
-            let b_scalars = b_aux_density.select_after(&b_input_density.select(&inputs), &aux);
-            (inputs, aux, a_scalars, b_scalars)
-        })
-    };
-    let (inputs, aux, a_scalars, b_scalars) = std::thread::scope(|scope| {
-        // Without a thread for it, they are made after the quotient, as before.
-        let beside = std::thread::Builder::new()
-            .name("groth16-scalars".into())
-            .spawn_scoped(scope, prepare)
-            .ok();
-        match work.quotient_or_defer(cs.a, cs.b, cs.c)? {
-            Quotient::Done(coefficients) => h = h_query(&mut work, coefficients)?,
-            Quotient::Deferred(abc) => deferred = Some(abc),
+    let (inputs, aux) = match work.quotient_or_defer(a_values, b_values, c_values)? {
+        Quotient::Done(coefficients) => {
+            let (sum, made) = h_query(&mut work, coefficients, Some(&witness))?;
+            h = sum;
+            made.unwrap_or_else(|| making_scalars(priority, witness))
         }
-        Ok::<_, SynthesisError>(match beside {
-            Some(thread) => thread
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            None => prepare(),
-        })
-    })?;
-    // Freed on other threads: 32 MiB of scalars took milliseconds to hand back between two
-    // multiexps (H200 host, tenth session), 512 MiB at 2^24 tens of milliseconds.
-    free_in_background(inputs);
-    let l = work.msm(params.l(), &aux, "L query")?;
-    free_in_background(aux);
-    let a = work.msm(params.a(), &a_scalars, "A query")?;
-    free_in_background(a_scalars);
+        Quotient::Deferred(steps) => {
+            deferred = Some(steps);
+            making_scalars(priority, witness)
+        }
+    };
+    free_in_background((input_assignment, aux_assignment));
+    let (l, a_scalars) = with_next_scalars(
+        priority,
+        || work.msm(params.l(), &aux, "L query"),
+        || a_aux_density.select_after(&inputs, &aux),
+    );
+    let l = l?;
+    let (a, b_scalars) = with_next_scalars(
+        priority,
+        || work.msm(params.a(), &a_scalars, "A query"),
+        || b_aux_density.select_after(&b_input_density.select(&inputs), &aux),
+    );
+    free_in_background((inputs, aux, a_scalars));
+    let a = a?;
     let b_g1 = work.msm(params.b_g1(), &b_scalars, "B query in G1")?;
     let b_g2 = work.msm(params.b_g2(), &b_scalars, "B query in G2")?;
     free_in_background(b_scalars);
     if let Some(steps) = deferred {
         let coefficients = work.deferred_quotient(steps)?;
-        h = h_query(&mut work, coefficients)?;
+        h = h_query(&mut work, coefficients, None)?.0;
     }
     work.finish(report);
     log::debug!("prove: multiexps done at {:.2?}", start.elapsed());
