@@ -570,7 +570,7 @@ fn prove<P: ParameterSource + Sync>(
         let mut msm = || work.msm(params.h(), &scalars, "H query");
         let (sum, made) = match next {
             Some(next) => {
-                let (sum, made) = with_next_scalars(priority, msm, move || next());
+                let (sum, made) = with_next_scalars(priority, msm, next);
                 (sum, Some(made))
             }
             None => (msm(), None),
