@@ -307,6 +307,20 @@ pub struct QuotientSteps {
     pub(crate) last_step_at: Option<std::time::Instant>,
 }
 
+impl crate::free::LargeBuffers for QuotientInput {
+    fn release(&mut self) {
+        match self {
+            QuotientInput::OnDomain(v) | QuotientInput::OnCoset(v) => v.release(),
+        }
+    }
+}
+
+impl crate::free::LargeBuffers for QuotientSteps {
+    fn release(&mut self) {
+        self.inputs.iter_mut().for_each(|input| input.release());
+    }
+}
+
 impl QuotientSteps {
     /// The quotient of the evaluations `a`, `b`, `c`, no step done.
     pub fn new(a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> QuotientSteps {

@@ -49,6 +49,7 @@ mod batch_affine;
 mod curve;
 pub mod domain;
 mod fixed_base;
+mod free;
 pub mod groth16;
 pub mod multicore;
 pub mod multiexp;

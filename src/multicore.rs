@@ -17,7 +17,7 @@
 //! a smaller one that leaves a running device worker and its staging fillers their threads, and
 //! one whose threads run at a lower scheduling priority, for the lowest priority level. Work on
 //! them is started from the prover's own thread or a thread it starts (the scalars it prepares
-//! beside the quotient), never from a worker of another pool (an `install` across pools blocks
+//! beside a multiexp), never from a worker of another pool (an `install` across pools blocks
 //! the calling worker); [`install`] called from inside them stays on them.
 
 use std::sync::OnceLock;
@@ -220,19 +220,6 @@ pub fn num_threads() -> usize {
         Some(pool) => pool.current_num_threads(),
         None => rayon::current_num_threads(),
     }
-}
-
-/// Drops `value` on a thread of its own. Freeing a large allocation hands its pages back to the
-/// system: tens of milliseconds for the 512 MiB vectors of a 2^24 quotient, and milliseconds for
-/// a 2^20 proof's scalars, between two multiexps with the device idle (H200 host, tenth
-/// session). A prover that gives up a device must not spend them between seeing the request and
-/// releasing the lock either (three hand-overs of a put-off 2^24 quotient took 52-54 ms, tenth
-/// session). If no thread can be started, the value is dropped here.
-pub(crate) fn free_in_background<T: Send + 'static>(value: T) {
-    // On failure `spawn` drops the closure, and the value with it, on this thread.
-    let _ = std::thread::Builder::new()
-        .name("free".into())
-        .spawn(move || drop(value));
 }
 
 #[cfg(all(test, feature = "gpu", target_os = "linux"))]

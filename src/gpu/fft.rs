@@ -345,7 +345,7 @@ impl FftKernel {
         for (input, values) in steps.inputs.iter_mut().zip(done) {
             if let Some(values) = values {
                 let replaced = std::mem::replace(input, QuotientInput::OnCoset(values));
-                multicore::free_in_background(replaced);
+                crate::free::free_in_background(replaced);
             }
         }
         result
@@ -592,7 +592,7 @@ impl FftKernel {
             append_from_device(limbs, values)
         });
         if result.is_err() {
-            multicore::free_in_background(std::mem::take(values));
+            crate::free::free_in_background(std::mem::take(values));
         }
         result
     }

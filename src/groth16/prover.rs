@@ -17,7 +17,8 @@ use super::params::ParameterSource;
 use super::proof::Proof;
 use crate::curve::CurveAffine;
 use crate::domain::QuotientSteps;
-use crate::multicore::{self, free_in_background};
+use crate::free::free_in_background;
+use crate::multicore;
 use crate::multiexp::{multiexp, scalar_reprs, Density, LengthMismatch, ScalarRepr};
 use bellpepper_core::{
     Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
