@@ -42,6 +42,13 @@ impl From<&Scalar> for ScalarRepr {
 }
 
 impl ScalarRepr {
+    /// The scalar whose canonical integer is `limbs` (least significant first), which must be
+    /// below the group order: from a device that made it so ([`crate::gpu::fft`] checks).
+    #[cfg(feature = "gpu")]
+    pub(crate) fn from_canonical_limbs(limbs: [u64; 4]) -> ScalarRepr {
+        ScalarRepr(limbs)
+    }
+
     /// The limbs, least significant first.
     pub fn limbs(&self) -> &[u64; 4] {
         &self.0

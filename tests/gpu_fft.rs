@@ -108,6 +108,27 @@ fn gpu_quotient_equals_cpu() {
     }
 }
 
+/// The prover's form: the coefficients as the multiexp's canonical integers, made on the device
+/// by the last scaling (a Montgomery factor folded in), equal the CPU's converted on the host.
+#[test]
+fn gpu_quotient_as_canonical_scalars_equals_cpu() {
+    use preemptible_groth16::domain::QuotientSteps;
+    use preemptible_groth16::multiexp::{scalar_reprs, ScalarRepr};
+    let k = kernel();
+    let rng = &mut ChaCha20Rng::seed_from_u64(46);
+    let mut random =
+        |len: usize| -> Vec<Scalar> { (0..len).map(|_| Scalar::random(&mut *rng)).collect() };
+    for len in [1usize, 3, 257, 3000] {
+        let (a, b, c) = (random(len), random(len), random(len));
+        let want = scalar_reprs(&cpu_quotient(&a, &b, &c));
+        let h: Vec<ScalarRepr> = k.quotient_as(&a, &b, &c, &|| false).unwrap();
+        assert_eq!(h, want, "quotient of {len} values");
+        let mut steps = QuotientSteps::new(a, b, c);
+        let h: Vec<ScalarRepr> = k.quotient_steps_as(&mut steps, &|| false).unwrap();
+        assert_eq!(h, want, "stepped quotient of {len} values");
+    }
+}
+
 #[test]
 fn an_interrupted_quotient_stops_and_frees_its_device_memory() {
     let k = kernel();

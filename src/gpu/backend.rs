@@ -9,7 +9,7 @@ use super::fake::{self, FakeDevice};
 use super::fft::FftKernel;
 use super::multiexp::{piece_ranges, GpuCurve, MultiexpKernel, PieceSums};
 use crate::domain::QuotientSteps;
-use crate::multiexp::ScalarRepr;
+use crate::multiexp::{scalar_reprs, ScalarRepr};
 use blstrs::Scalar;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -143,31 +143,32 @@ impl GpuDevice {
         }
     }
 
-    /// The prover's quotient on this device; `interrupt` is asked around every kernel and
-    /// download slot, and while an upload is waited for ([`FftKernel::quotient_interruptible`]).
+    /// The prover's quotient on this device, its coefficients as the H multiexp reads them;
+    /// `interrupt` is asked around every kernel and download slot, and while an upload is waited
+    /// for ([`FftKernel::quotient_as`]).
     pub(crate) fn quotient(
         &self,
         a: &[Scalar],
         b: &[Scalar],
         c: &[Scalar],
         interrupt: &dyn Fn() -> bool,
-    ) -> Result<Vec<Scalar>, GpuError> {
+    ) -> Result<Vec<ScalarRepr>, GpuError> {
         match self.quotient_engine(a.len().max(b.len()).max(c.len()))? {
-            QuotientEngine::OpenCl(k) => k.quotient_interruptible(a, b, c, interrupt),
-            QuotientEngine::Fake(f) => f.quotient(a, b, c, interrupt),
+            QuotientEngine::OpenCl(k) => k.quotient_as(a, b, c, interrupt),
+            QuotientEngine::Fake(f) => f.quotient(a, b, c, interrupt).map(|h| scalar_reprs(&h)),
         }
     }
 
     /// The prover's quotient on this device from the steps done in `steps`, keeping each step
-    /// it finishes there ([`FftKernel::quotient_steps`]).
+    /// it finishes there ([`FftKernel::quotient_steps_as`]).
     pub(crate) fn quotient_steps(
         &self,
         steps: &mut QuotientSteps,
         interrupt: &dyn Fn() -> bool,
-    ) -> Result<Vec<Scalar>, GpuError> {
+    ) -> Result<Vec<ScalarRepr>, GpuError> {
         match self.quotient_engine(steps.n)? {
-            QuotientEngine::OpenCl(k) => k.quotient_steps(steps, interrupt),
-            QuotientEngine::Fake(f) => f.quotient_steps(steps, interrupt),
+            QuotientEngine::OpenCl(k) => k.quotient_steps_as(steps, interrupt),
+            QuotientEngine::Fake(f) => f.quotient_steps(steps, interrupt).map(|h| scalar_reprs(&h)),
         }
     }
 

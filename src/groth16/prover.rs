@@ -252,10 +252,10 @@ const QUOTIENT_WAIT_PER_VALUE: Duration = Duration::from_nanos(500);
 #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
 const QUOTIENT_RETRY_SLEEP: Duration = Duration::from_millis(4);
 
-/// The quotient polynomial's coefficients, or the evaluations it is made from when it was put
-/// off ([`Work::quotient_or_defer`]).
+/// The quotient polynomial's coefficients (as the H multiexp reads them), or the evaluations it
+/// is made from when it was put off ([`Work::quotient_or_defer`]).
 enum Quotient {
-    Done(Vec<Scalar>),
+    Done(Vec<ScalarRepr>),
     #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
     Deferred(QuotientSteps),
 }
@@ -318,7 +318,7 @@ impl Work {
     fn deferred_quotient(
         &mut self,
         mut steps: QuotientSteps,
-    ) -> Result<Vec<Scalar>, SynthesisError> {
+    ) -> Result<Vec<ScalarRepr>, SynthesisError> {
         #[cfg(feature = "gpu")]
         if let Some(claim) = self.claim.as_mut() {
             use crate::gpu::scheduler::QuotientOnGpu;
@@ -352,7 +352,7 @@ impl Work {
                 }
             }
         }
-        steps.finish_on_cpu()
+        steps.finish_on_cpu().map(canonical)
     }
 
     /// The quotient on a device, else on the CPU; but a quotient that a higher priority
@@ -389,7 +389,7 @@ impl Work {
                         return Ok(Quotient::Deferred(steps));
                     }
                     QuotientOnGpu::Busy | QuotientOnGpu::NotThere => {
-                        return steps.finish_on_cpu().map(Quotient::Done)
+                        return steps.finish_on_cpu().map(|h| Quotient::Done(canonical(h)))
                     }
                 }
             }
@@ -414,7 +414,7 @@ impl Work {
                 QuotientOnGpu::Busy | QuotientOnGpu::NotThere => {}
             }
         }
-        crate::domain::quotient(a, b, c).map(Quotient::Done)
+        crate::domain::quotient(a, b, c).map(|h| Quotient::Done(canonical(h)))
     }
 
     fn msm<G: CurveAffine>(
@@ -469,6 +469,14 @@ impl Work {
             claim.finish(report);
         }
     }
+}
+
+/// The quotient's coefficients from the CPU as the H multiexp reads them (a device hands them
+/// over in that form already: `gpu::fft::QuotientValue`).
+fn canonical(h: Vec<Scalar>) -> Vec<ScalarRepr> {
+    let scalars = scalar_reprs(&h);
+    free_in_background(h);
+    scalars
 }
 
 /// Runs `f`, the making of a multiexp's scalars: with the `gpu` feature on the pool of the CPU's
@@ -564,21 +572,20 @@ fn prove<P: ParameterSource + Sync>(
         )
     };
     type Witness = (Vec<ScalarRepr>, Vec<ScalarRepr>);
-    let h_query = |work: &mut Work, h: Vec<Scalar>, next: Option<&(dyn Fn() -> Witness + Sync)>| {
-        log::debug!("prove: quotient polynomial at {:.2?}", start.elapsed());
-        let scalars = scalar_reprs(&h);
-        free_in_background(h);
-        let mut msm = || work.msm(params.h(), &scalars, "H query");
-        let (sum, made) = match next {
-            Some(next) => {
-                let (sum, made) = with_next_scalars(priority, msm, next);
-                (sum, Some(made))
-            }
-            None => (msm(), None),
+    let h_query =
+        |work: &mut Work, scalars: Vec<ScalarRepr>, next: Option<&(dyn Fn() -> Witness + Sync)>| {
+            log::debug!("prove: quotient polynomial at {:.2?}", start.elapsed());
+            let mut msm = || work.msm(params.h(), &scalars, "H query");
+            let (sum, made) = match next {
+                Some(next) => {
+                    let (sum, made) = with_next_scalars(priority, msm, next);
+                    (sum, Some(made))
+                }
+                None => (msm(), None),
+            };
+            free_in_background(scalars);
+            Ok::<_, SynthesisError>((sum?, made))
         };
-        free_in_background(scalars);
-        Ok::<_, SynthesisError>((sum?, made))
-    };
     let mut h = G1Projective::identity();
     let mut deferred = None;
     let (inputs, aux) = match work.quotient_or_defer(a_values, b_values, c_values)? {

@@ -53,7 +53,7 @@ thread_local! {
 #[derive(Debug)]
 pub(crate) enum QuotientOnGpu {
     /// A device computed it.
-    Done(Vec<Scalar>),
+    Done(Vec<ScalarRepr>),
     /// A higher priority took the device in the middle (the device is released).
     Preempted,
     /// Every device that could run it is held by another prover now.
@@ -849,7 +849,7 @@ impl ClaimInner {
     /// Runs `quotient` on a held (or newly taken) device that has an FFT program.
     fn on_fft_device(
         &self,
-        quotient: &mut dyn FnMut(&LockedKernel) -> Result<Vec<Scalar>, GpuError>,
+        quotient: &mut dyn FnMut(&LockedKernel) -> Result<Vec<ScalarRepr>, GpuError>,
     ) -> QuotientOnGpu {
         let mut held = std::mem::take(&mut *lock(&self.idle));
         if !held.iter().any(|k| k.device.has_fft()) {
