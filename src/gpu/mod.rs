@@ -22,6 +22,6 @@ pub mod source;
 
 pub use device::{Device, Selection};
 pub use error::GpuError;
-pub use fft::FftKernel;
+pub use fft::{FftKernel, QuotientValue};
 pub use guard::{gpu_is_available, PriorityGuard};
 pub use multiexp::{multiexp_split, piece_ends, GpuCurve, MultiexpKernel, PieceSums, SplitPart};

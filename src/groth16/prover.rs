@@ -472,7 +472,7 @@ impl Work {
 }
 
 /// The quotient's coefficients from the CPU as the H multiexp reads them (a device hands them
-/// over in that form already: `gpu::fft::QuotientValue`).
+/// over in that form already: `gpu::QuotientValue`).
 fn canonical(h: Vec<Scalar>) -> Vec<ScalarRepr> {
     let scalars = scalar_reprs(&h);
     free_in_background(h);
