@@ -765,9 +765,13 @@ impl FftKernel {
         let kernel = kernel.arg(&**data).arg(log_n).build()?;
         self.launch(&kernel, interrupt)?;
         phases.mark(&self.program.queue, "bit reversal")?;
+        // The rounds spread evenly over the fewest launches: each launch's work-groups hold
+        // 2^(deg - 1) work-items, and filled greedily (8, 8, 8, 1 at 2^25) the last launch ran
+        // in groups of one work-item.
+        let launches = log_n.div_ceil(self.max_deg);
         let mut first = 0;
-        while first < log_n {
-            let deg = self.max_deg.min(log_n - first);
+        for launch in 0..launches {
+            let deg = (log_n - first).div_ceil(launches - launch);
             let kernel = self
                 .kernel("Fr_radix_rounds", n / 2, Some(1 << (deg - 1)))?
                 .arg(&**data)
