@@ -26,11 +26,11 @@ prover, k, proofs, trace = sys.argv[1:5]
 cmd = [prover, "--circuit", "squares", "--log2-constraints", k, "--proofs", proofs, "--json"]
 env = dict(os.environ)
 samples = []
-with tempfile.TemporaryFile("w+") as log:
+with tempfile.TemporaryFile("w+") as log, tempfile.TemporaryFile("w+") as out:
     if trace:
         env["RUST_LOG"] = "preemptible_groth16=debug"
-    run = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log if trace else None, text=True,
-                           env=env)
+    # Both to files: a pipe left unread while the memory is sampled could fill and stall it.
+    run = subprocess.Popen(cmd, stdout=out, stderr=log if trace else None, text=True, env=env)
     if trace:
         # The log's times are UTC with milliseconds (the example's logger); so are these.
         last = 0
@@ -45,15 +45,16 @@ with tempfile.TemporaryFile("w+") as log:
                 samples.append(f"[{now.strftime('%Y-%m-%dT%H:%M:%S.%f')[:-3]}Z RSS {rss} MiB]")
                 last = rss
             time.sleep(0.002)
-    out, _ = run.communicate()
+    run.wait()
     if run.returncode != 0:
         sys.exit(f"prover failed with {run.returncode}")
     if trace:
         log.seek(0)
         with open(trace, "w") as f:
             f.writelines(l + "\n" for l in sorted(samples + log.read().splitlines()))
-for line in out.splitlines():
-    print(line)
+    out.seek(0)
+    for line in out.read().splitlines():
+        print(line)
 peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 params = os.path.getsize(f"params-cache/squares-{k}.params")
 print(f"peak resident memory {peak / 2**20:.0f} MiB, parameter file {params / 2**20:.0f} MiB: "

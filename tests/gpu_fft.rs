@@ -123,9 +123,22 @@ fn gpu_quotient_as_canonical_scalars_equals_cpu() {
         let want = scalar_reprs(&cpu_quotient(&a, &b, &c));
         let h: Vec<ScalarRepr> = k.quotient_as(&a, &b, &c, &|| false).unwrap();
         assert_eq!(h, want, "quotient of {len} values");
-        let mut steps = QuotientSteps::new(a, b, c);
+        let mut steps = QuotientSteps::new(a.clone(), b.clone(), c.clone());
         let h: Vec<ScalarRepr> = k.quotient_steps_as(&mut steps, &|| false).unwrap();
         assert_eq!(h, want, "stepped quotient of {len} values");
+        // The prover's put-off quotient: interrupted after some steps, then resumed from them.
+        for at in [5usize, 20, 40] {
+            let mut steps = QuotientSteps::new(a.clone(), b.clone(), c.clone());
+            let seen = AtomicUsize::new(0);
+            let first: Result<Vec<ScalarRepr>, _> =
+                k.quotient_steps_as(&mut steps, &|| seen.fetch_add(1, Ordering::Relaxed) >= at);
+            if let Ok(h) = first {
+                assert_eq!(h, want, "{len} values, asked at probe {at}");
+                continue;
+            }
+            let h: Vec<ScalarRepr> = k.quotient_steps_as(&mut steps, &|| false).unwrap();
+            assert_eq!(h, want, "{len} values resumed after probe {at}");
+        }
     }
 }
 

@@ -644,7 +644,7 @@ impl FftKernel {
 
     /// The first `len` values of `data`, appended to `values` a slot at a time. After an error
     /// `values` is left empty: what it held is freed on another thread
-    /// ([`multicore::free_in_background`]), as the caller is about to give the device up.
+    /// ([`crate::free::free_in_background`]), as the caller is about to give the device up.
     fn download_into<V: QuotientValue>(
         &self,
         data: &DeviceValues,
