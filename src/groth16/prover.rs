@@ -571,26 +571,17 @@ fn prove<P: ParameterSource + Sync>(
             scalar_reprs(&aux_assignment),
         )
     };
-    type Witness = (Vec<ScalarRepr>, Vec<ScalarRepr>);
-    let h_query =
-        |work: &mut Work, scalars: Vec<ScalarRepr>, next: Option<&(dyn Fn() -> Witness + Sync)>| {
-            log::debug!("prove: quotient polynomial at {:.2?}", start.elapsed());
-            let mut msm = || work.msm(params.h(), &scalars, "H query");
-            let (sum, made) = match next {
-                Some(next) => {
-                    let (sum, made) = with_next_scalars(priority, msm, next);
-                    (sum, Some(made))
-                }
-                None => (msm(), None),
-            };
-            free_in_background(scalars);
-            Ok::<_, SynthesisError>((sum?, made))
-        };
+    let h_query = |work: &mut Work, scalars: Vec<ScalarRepr>| {
+        log::debug!("prove: quotient polynomial at {:.2?}", start.elapsed());
+        let sum = work.msm(params.h(), &scalars, "H query");
+        free_in_background(scalars);
+        sum
+    };
     let mut h = G1Projective::identity();
     let mut deferred = None;
     // A quotient whose first try goes in steps (a low priority's large one) is the one likely to
     // be interrupted and put off: its witness is made beside it, so that a put-off quotient's L
-    // multiexp need not wait for it (about 50 ms at 2^24 constraints). Elsewhere it is made beside
+    // multiexp need not wait for it (2^24 values to convert at 2^24 constraints). Elsewhere it is made beside
     // the H multiexp, which keeps it out of the quotient's peak of host memory.
     let (quotient, early) = if work.stepped_first_try {
         let (quotient, made) = with_next_scalars(
@@ -603,16 +594,15 @@ fn prove<P: ParameterSource + Sync>(
         (work.quotient_or_defer(a_values, b_values, c_values)?, None)
     };
     let (inputs, aux) = match (quotient, early) {
-        (Quotient::Done(coefficients), early) => {
-            let next: Option<&(dyn Fn() -> Witness + Sync)> = match early {
-                Some(_) => None,
-                None => Some(&witness),
-            };
-            let (sum, made) = h_query(&mut work, coefficients, next)?;
-            h = sum;
-            early
-                .or(made)
-                .unwrap_or_else(|| making_scalars(priority, witness))
+        (Quotient::Done(coefficients), Some(made)) => {
+            h = h_query(&mut work, coefficients)?;
+            made
+        }
+        (Quotient::Done(coefficients), None) => {
+            let (sum, made) =
+                with_next_scalars(priority, || h_query(&mut work, coefficients), witness);
+            h = sum?;
+            made
         }
         (Quotient::Deferred(steps), early) => {
             deferred = Some(steps);
@@ -638,7 +628,7 @@ fn prove<P: ParameterSource + Sync>(
     free_in_background(b_scalars);
     if let Some(steps) = deferred {
         let coefficients = work.deferred_quotient(steps)?;
-        h = h_query(&mut work, coefficients, None)?.0;
+        h = h_query(&mut work, coefficients)?;
     }
     work.finish(report);
     log::debug!("prove: multiexps done at {:.2?}", start.elapsed());
