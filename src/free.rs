@@ -136,31 +136,36 @@ mod tests {
     }
 
     /// The point of the pieces: a thread started while a large vector is freed does not wait for
-    /// the whole free (with a plain drop it waited about as long as the free took).
+    /// the whole free (with a plain drop it waited about as long as the free took). Tried up to
+    /// three times: on a loaded machine (the other tests of this binary run beside it) a thread
+    /// start can wait for a core longer than the free takes (122 ms against a 63 ms free on the
+    /// 2-core development machine once), while a start held by the free waits every time.
     #[test]
     fn a_large_free_does_not_hold_up_thread_starts() {
         use std::time::{Duration, Instant};
-        let values = vec![1u64; 64 << 20]; // 512 MiB, every page written
-        let freeing = std::thread::spawn(move || {
-            let began = Instant::now();
-            let mut values = values;
-            values.release();
-            drop(values);
-            began.elapsed()
-        });
-        let mut worst = Duration::ZERO;
-        while !freeing.is_finished() {
-            let began = Instant::now();
-            std::thread::spawn(|| {}).join().unwrap();
-            worst = worst.max(began.elapsed());
+        let mut tries = Vec::new();
+        for _ in 0..3 {
+            let values = vec![1u64; 64 << 20]; // 512 MiB, every page written
+            let freeing = std::thread::spawn(move || {
+                let began = Instant::now();
+                let mut values = values;
+                values.release();
+                drop(values);
+                began.elapsed()
+            });
+            let mut worst = Duration::ZERO;
+            while !freeing.is_finished() {
+                let began = Instant::now();
+                std::thread::spawn(|| {}).join().unwrap();
+                worst = worst.max(began.elapsed());
+            }
+            let took = freeing.join().unwrap();
+            // Too quick a free says nothing either way.
+            if took < Duration::from_millis(10) || worst < took / 2 {
+                return;
+            }
+            tries.push((worst, took));
         }
-        let took = freeing.join().unwrap();
-        // Too quick a free says nothing either way.
-        if took >= Duration::from_millis(10) {
-            assert!(
-                worst < took / 2,
-                "a thread start waited {worst:?} of a {took:?} free"
-            );
-        }
+        panic!("a thread start waited most of the free each time (worst wait, free): {tries:?}");
     }
 }

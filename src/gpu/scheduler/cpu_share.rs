@@ -18,12 +18,21 @@ pub(super) const CPU_SHARE_GUARD: usize = 2;
 /// How often a prover computing a CPU chunk of a multiexp tries for the devices it lacks.
 pub(super) const RETURN_STEP: Duration = Duration::from_millis(2);
 
+/// A queue the running devices finish within this is theirs alone while the CPU's speed is
+/// unknown ([`cpu_takes`]).
+pub(super) const DEVICES_ALONE: Duration = Duration::from_millis(50);
+
 /// Whether the CPU takes the chunk at the back of `q` while `running` device workers take from
 /// the front. With no worker, always. With both speeds measured (`rates`: device, CPU), only when
 /// the devices would still be busy with the rest of the queue when the CPU is done with that
 /// chunk: a GPU many times faster than the CPU otherwise waits at the end for the CPU's chunk,
 /// and the proof is slower for the help. Before that, while more than [`CPU_SHARE_GUARD`] chunks
-/// per worker are queued, which lets the CPU measure itself.
+/// per worker are queued, which lets the CPU measure itself, unless the devices' measured speed
+/// says they finish the whole queue within [`DEVICES_ALONE`]. A CPU chunk there is given up when
+/// the devices are done, unmeasured, and the next proof's CPU took one again: in each 2^16
+/// high-priority proof on the H200 a G2 chunk of the B query went to the CPU and was given up
+/// 33-53 ms later, and its host threads beside the device's upload made that query 49-64 ms
+/// long where the device alone takes about 15 ms (sixteenth session).
 pub(super) fn cpu_takes(
     q: &VecDeque<Range<usize>>,
     running: usize,
@@ -32,13 +41,20 @@ pub(super) fn cpu_takes(
     if running == 0 {
         return true;
     }
+    let device = device.filter(|d| *d > 0.0);
     match (q.back(), device, cpu) {
-        (Some(back), Some(device), Some(cpu)) if device > 0.0 && cpu > 0.0 => {
+        (Some(back), Some(device), Some(cpu)) if cpu > 0.0 => {
             let rest = q.iter().map(|r| r.len()).sum::<usize>() - back.len();
             let devices_busy = rest as f64 / (device * running as f64);
             back.len() as f64 / cpu < devices_busy
         }
-        _ => q.len() > CPU_SHARE_GUARD * running,
+        _ => {
+            let queued = q.iter().map(|r| r.len()).sum::<usize>();
+            let devices_soon = device.is_some_and(|device| {
+                (queued as f64 / (device * running as f64)) < DEVICES_ALONE.as_secs_f64()
+            });
+            q.len() > CPU_SHARE_GUARD * running && !devices_soon
+        }
     }
 }
 
@@ -171,6 +187,10 @@ mod tests {
         // Unmeasured: more than two chunks per worker.
         assert!(cpu_takes(&q, 4, (None, None)));
         assert!(!cpu_takes(&q, 5, (None, Some(1e3))));
+        // The CPU unmeasured, and the device would finish the 1000 terms in 10 ms: the queue is
+        // the device's; in 100 ms, the CPU takes a chunk (and so measures itself).
+        assert!(!cpu_takes(&q, 1, (Some(1e5), None)));
+        assert!(cpu_takes(&q, 1, (Some(1e4), None)));
         // One device at 1000 terms/s has 0.9 s of work besides the last chunk.
         assert!(cpu_takes(&q, 1, (Some(1000.0), Some(200.0)))); // CPU: 0.5 s
         assert!(!cpu_takes(&q, 1, (Some(1000.0), Some(100.0)))); // CPU: 1 s

@@ -194,7 +194,8 @@ struct Learned {
     /// started again from one chunk paid a call's fixed costs (about 15 ms on the H200, most of a
     /// 2^15-term call) per chunk for its whole first multiexp.
     batches: HashMap<(String, &'static str), usize>,
-    /// Terms per second of each device's last run, per device and group (transfers included).
+    /// Terms per second of each device, per device and group (transfers included), as
+    /// [`learn_gpu_rate`] learns it from the device's runs.
     gpu_rate: HashMap<(String, &'static str), f64>,
     /// Terms per second of the CPU's last chunk, per group and pool, and when it was measured.
     /// Measured afresh in each proof, the CPU took a chunk of every multiexp to time itself, and
@@ -758,9 +759,10 @@ impl ClaimInner {
                 );
                 let elapsed = started.elapsed();
                 if !elapsed.is_zero() {
-                    learned()
-                        .gpu_rate
-                        .insert(key.clone(), range.len() as f64 / elapsed.as_secs_f64());
+                    let mut learned = learned();
+                    let previous = learned.gpu_rate.get(&key).copied();
+                    let rate = learn_gpu_rate(previous, range.len(), elapsed);
+                    learned.gpu_rate.insert(key.clone(), rate);
                 }
                 let cap = self.shared().batch_cap.get(&key).copied();
                 batch = next_batch(batch, run.len(), elapsed, cap, TARGET_BATCH);
@@ -964,6 +966,25 @@ fn next_batch(
     next.min(cap.unwrap_or(usize::MAX)).max(1)
 }
 
+/// A device run at least this long measures the device's speed ([`learn_gpu_rate`]).
+const RATE_RUN: Duration = Duration::from_millis(40);
+
+/// A device's speed in terms per second after a run of `terms` in `elapsed`, from the `previous`
+/// estimate. A run shorter than [`RATE_RUN`] is mostly the call's fixed costs (7-10 ms on the
+/// H200, whatever its size), so it may raise the estimate but not lower it. Taken as it was,
+/// the last short run's rate made the device look several times slower than it is: after the
+/// one-chunk run that ended each 2^16 proof's B query in G2 (8191 terms in 10.3 ms), the next
+/// proof's CPU took a chunk of that query (the device seemed to need 72 ms for the other seven,
+/// which it did in 14 ms), and the query took 39 ms instead of about 15 (H200, fifteenth
+/// session's log of a 2^16 high-priority proof).
+fn learn_gpu_rate(previous: Option<f64>, terms: usize, elapsed: Duration) -> f64 {
+    let observed = terms as f64 / elapsed.as_secs_f64().max(1e-9);
+    match previous {
+        Some(previous) if elapsed < RATE_RUN => previous.max(observed),
+        _ => observed,
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -974,8 +995,22 @@ fn queue_len(q: &Mutex<VecDeque<Range<usize>>>) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::next_batch;
+    use super::{learn_gpu_rate, next_batch, RATE_RUN};
     use std::time::Duration;
+
+    #[test]
+    fn short_runs_raise_the_device_rate_and_long_ones_set_it() {
+        let ms = Duration::from_millis;
+        // The first run sets it, long or short.
+        assert_eq!(learn_gpu_rate(None, 8192, ms(8)), 1.024e6);
+        // A short run of mostly fixed costs does not lower it...
+        assert_eq!(learn_gpu_rate(Some(4e6), 8192, ms(10)), 4e6);
+        // ...but a faster one raises it.
+        assert_eq!(learn_gpu_rate(Some(1e6), 65536, ms(16)), 4.096e6);
+        // A long run measures the device, slower or faster.
+        assert_eq!(learn_gpu_rate(Some(4e6), 80_000, RATE_RUN), 2e6);
+        assert_eq!(learn_gpu_rate(Some(1e6), 400_000, ms(100)), 4e6);
+    }
 
     #[test]
     fn runs_fit_the_target_time_and_respect_the_memory_cap() {
