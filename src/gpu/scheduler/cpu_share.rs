@@ -28,8 +28,9 @@ pub(super) const DEVICES_ALONE: Duration = Duration::from_millis(50);
 /// chunk: a GPU many times faster than the CPU otherwise waits at the end for the CPU's chunk,
 /// and the proof is slower for the help. Before that, while more than [`CPU_SHARE_GUARD`] chunks
 /// per worker are queued, which lets the CPU measure itself, unless the devices' measured speed
-/// says they finish the whole queue within [`DEVICES_ALONE`]. A CPU chunk there is given up when
-/// the devices are done, unmeasured, and the next proof's CPU took one again: in each 2^16
+/// says they finish the whole queue within [`DEVICES_ALONE`]. A CPU chunk taken there was given
+/// up when the devices were done, so the CPU's speed was never measured and the next proof's CPU
+/// took a chunk again: in each 2^16
 /// high-priority proof on the H200 a G2 chunk of the B query went to the CPU and was given up
 /// 33-53 ms later, and its host threads beside the device's upload made that query 49-64 ms
 /// long where the device alone takes about 15 ms (sixteenth session).
@@ -191,6 +192,12 @@ mod tests {
         // the device's; in 100 ms, the CPU takes a chunk (and so measures itself).
         assert!(!cpu_takes(&q, 1, (Some(1e5), None)));
         assert!(cpu_takes(&q, 1, (Some(1e4), None)));
+        // The whole queue counts, the CPU's chunk included: 1000 terms at 19000/s is 53 ms (the
+        // other 900 alone would be 47).
+        assert!(cpu_takes(&q, 1, (Some(1.9e4), None)));
+        // Two workers at 15000/s finish it in 33 ms; one in 67 ms.
+        assert!(!cpu_takes(&q, 2, (Some(1.5e4), None)));
+        assert!(cpu_takes(&q, 1, (Some(1.5e4), None)));
         // One device at 1000 terms/s has 0.9 s of work besides the last chunk.
         assert!(cpu_takes(&q, 1, (Some(1000.0), Some(200.0)))); // CPU: 0.5 s
         assert!(!cpu_takes(&q, 1, (Some(1000.0), Some(100.0)))); // CPU: 1 s

@@ -176,7 +176,7 @@ struct ClaimInner {
 }
 
 /// Device time one multiexp call of a GPU worker aims at (the chunks it takes at once). A call
-/// pays a fixed part (the count's round trip, the weighing: 10-15 ms on the H200) and runs
+/// pays a fixed part (the count's round trip, the weighing: about 10 ms on the H200) and runs
 /// faster per term the more terms it has (a wider window), so long calls make a faster proof: a
 /// 2^24 proof alone took 18.4 s with this target and 31.6 s with 40 ms (H200, sixth session). A
 /// request does not wait for a whole call: its launches are waited for one by one, probing (see
@@ -195,8 +195,8 @@ struct Learned {
     /// 2^15-term call) per chunk for its whole first multiexp.
     batches: HashMap<(String, &'static str), usize>,
     /// Terms per second of each device, per device and group (transfers included), as
-    /// [`learn_gpu_rate`] learns it from the device's runs.
-    gpu_rate: HashMap<(String, &'static str), f64>,
+    /// [`learn_gpu_rate`] learns it from the device's runs, and when it was last set or raised.
+    gpu_rate: HashMap<(String, &'static str), (f64, Instant)>,
     /// Terms per second of the CPU's last chunk, per group and pool, and when it was measured.
     /// Measured afresh in each proof, the CPU took a chunk of every multiexp to time itself, and
     /// the device, done with the rest, waited for it: 55 of a 2^20 proof's 100 ms of H query and
@@ -668,7 +668,12 @@ impl ClaimInner {
         let device = self
             .devices
             .iter()
-            .filter_map(|d| learned.gpu_rate.get(&(d.id.clone(), group)).copied())
+            .filter_map(|d| {
+                learned
+                    .gpu_rate
+                    .get(&(d.id.clone(), group))
+                    .map(|(r, _)| *r)
+            })
             .reduce(f64::max);
         let cpu = learned
             .cpu_rate
@@ -761,7 +766,7 @@ impl ClaimInner {
                 if !elapsed.is_zero() {
                     let mut learned = learned();
                     let previous = learned.gpu_rate.get(&key).copied();
-                    let rate = learn_gpu_rate(previous, range.len(), elapsed);
+                    let rate = learn_gpu_rate(previous, range.len(), elapsed, Instant::now());
                     learned.gpu_rate.insert(key.clone(), rate);
                 }
                 let cap = self.shared().batch_cap.get(&key).copied();
@@ -969,19 +974,32 @@ fn next_batch(
 /// A device run at least this long measures the device's speed ([`learn_gpu_rate`]).
 const RATE_RUN: Duration = Duration::from_millis(40);
 
-/// A device's speed in terms per second after a run of `terms` in `elapsed`, from the `previous`
-/// estimate. A run shorter than [`RATE_RUN`] is mostly the call's fixed costs (7-10 ms on the
-/// H200, whatever its size), so it may raise the estimate but not lower it. Taken as it was,
+/// A device's speed in terms per second after a run of `terms` in `elapsed`, ending `now`, from
+/// the `previous` estimate and when that was set or raised. A run shorter than [`RATE_RUN`] is
+/// mostly the call's fixed costs (about 10 ms on the H200, whatever its size), so it may raise
+/// the estimate but not lower it, unless the estimate is older than [`CPU_RATE_LIFE`] (a device
+/// slowed since, by another user say, is then taken at its word again). Taken as it was,
 /// the last short run's rate made the device look several times slower than it is: after the
 /// one-chunk run that ended each 2^16 proof's B query in G2 (8191 terms in 10.3 ms), the next
 /// proof's CPU took a chunk of that query (the device seemed to need 72 ms for the other seven,
 /// which it did in 14 ms), and the query took 39 ms instead of about 15 (H200, fifteenth
 /// session's log of a 2^16 high-priority proof).
-fn learn_gpu_rate(previous: Option<f64>, terms: usize, elapsed: Duration) -> f64 {
+fn learn_gpu_rate(
+    previous: Option<(f64, Instant)>,
+    terms: usize,
+    elapsed: Duration,
+    now: Instant,
+) -> (f64, Instant) {
     let observed = terms as f64 / elapsed.as_secs_f64().max(1e-9);
     match previous {
-        Some(previous) if elapsed < RATE_RUN => previous.max(observed),
-        _ => observed,
+        Some((rate, at))
+            if elapsed < RATE_RUN
+                && rate >= observed
+                && now.saturating_duration_since(at) < CPU_RATE_LIFE =>
+        {
+            (rate, at)
+        }
+        _ => (observed, now),
     }
 }
 
@@ -995,21 +1013,32 @@ fn queue_len(q: &Mutex<VecDeque<Range<usize>>>) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{learn_gpu_rate, next_batch, RATE_RUN};
-    use std::time::Duration;
+    use super::{learn_gpu_rate, next_batch, CPU_RATE_LIFE, RATE_RUN};
+    use std::time::{Duration, Instant};
 
     #[test]
     fn short_runs_raise_the_device_rate_and_long_ones_set_it() {
         let ms = Duration::from_millis;
+        let t0 = Instant::now();
+        let at = |d: Duration| t0 + d;
         // The first run sets it, long or short.
-        assert_eq!(learn_gpu_rate(None, 8192, ms(8)), 1.024e6);
-        // A short run of mostly fixed costs does not lower it...
-        assert_eq!(learn_gpu_rate(Some(4e6), 8192, ms(10)), 4e6);
+        assert_eq!(learn_gpu_rate(None, 8192, ms(8), t0), (1.024e6, t0));
+        // A short run of mostly fixed costs does not lower it (nor refresh it)...
+        let known = Some((4e6, t0));
+        assert_eq!(learn_gpu_rate(known, 8192, ms(10), at(ms(5))), (4e6, t0));
         // ...but a faster one raises it.
-        assert_eq!(learn_gpu_rate(Some(1e6), 65536, ms(16)), 4.096e6);
+        let slow = Some((1e6, t0));
+        assert_eq!(
+            learn_gpu_rate(slow, 65536, ms(16), at(ms(5))),
+            (4.096e6, at(ms(5)))
+        );
         // A long run measures the device, slower or faster.
-        assert_eq!(learn_gpu_rate(Some(4e6), 80_000, RATE_RUN), 2e6);
-        assert_eq!(learn_gpu_rate(Some(1e6), 400_000, ms(100)), 4e6);
+        let later = at(ms(200));
+        assert_eq!(learn_gpu_rate(known, 80_000, RATE_RUN, later), (2e6, later));
+        assert_eq!(learn_gpu_rate(slow, 400_000, ms(100), later), (4e6, later));
+        // An estimate older than the CPU's rate life is replaced by a short run too.
+        let stale = at(CPU_RATE_LIFE + ms(1));
+        assert_eq!(learn_gpu_rate(known, 8192, ms(8), stale), (1.024e6, stale));
     }
 
     #[test]
