@@ -16,8 +16,9 @@
 //! `blstrs` does not export its field types, so the functions here are generic over the field
 //! `F` and take the coordinate accessors as closures; the type is inferred at the call site.
 
-use crate::multiexp::ScalarRepr;
+use crate::multiexp::{stopped, ScalarRepr, STOP_EVERY};
 use ff::Field;
+use std::sync::atomic::AtomicBool;
 
 /// Additions per batch. Larger batches share an inversion among more additions, smaller ones
 /// conflict less; 256 to 1024 measured within a few percent of each other on an EPYC core.
@@ -147,14 +148,16 @@ fn batch_invert<F: Field>(values: &mut [F], prefix: &mut Vec<F>) {
 /// `sum_j (j + 1) * bucket_j` of window `w` (width `c`) over `bases`, accumulating the buckets in
 /// affine form. `coords` reads a base's affine coordinates (`None` for the identity) and
 /// `from_xy` makes an affine point from a bucket's; `C` is the projective type of the final sums.
+/// `None` when `stop` was set before the end (looked at every [`STOP_EVERY`] terms).
 pub(crate) fn window_sum<B, C, F>(
     bases: &[B],
     scalars: &[ScalarRepr],
     w: usize,
     c: usize,
+    stop: Option<&AtomicBool>,
     coords: impl Fn(&B) -> Option<(F, F)>,
     from_xy: impl Fn(F, F) -> B,
-) -> C
+) -> Option<C>
 where
     B: Copy + std::ops::Neg<Output = B>,
     F: Field,
@@ -163,7 +166,10 @@ where
     let count = 1 << (c - 1);
     let mut buckets = Buckets::<F>::new(count);
     let mut overflow: Vec<C> = Vec::new();
-    for (base, scalar) in bases.iter().zip(scalars) {
+    for (i, (base, scalar)) in bases.iter().zip(scalars).enumerate() {
+        if i % STOP_EVERY == 0 && stopped(stop) {
+            return None;
+        }
         let digit = scalar.signed_digit(w, c);
         if digit == 0 {
             continue;
@@ -208,5 +214,5 @@ where
         }
         sum += running;
     }
-    sum
+    Some(sum)
 }

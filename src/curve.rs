@@ -13,6 +13,7 @@ use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::Group;
 use rayon::prelude::*;
+use std::sync::atomic::AtomicBool;
 
 /// Points are converted to affine form in slices of this many, one inversion per slice.
 const NORMALIZE_CHUNK: usize = 1024;
@@ -36,9 +37,14 @@ pub trait CurveAffine: PrimeCurveAffine<Scalar = Scalar> + sealed::Sealed {
     fn normalize_serial(points: &[Self::Curve], out: &mut [Self]);
 
     /// One window's bucket sum of a multiexp, buckets accumulated in affine form
-    /// (batched inversions, see `src/batch_affine.rs`).
-    fn window_sum_affine(bases: &[Self], scalars: &[ScalarRepr], w: usize, c: usize)
-        -> Self::Curve;
+    /// (batched inversions, see `src/batch_affine.rs`); `None` when `stop` was set before the end.
+    fn window_sum_affine(
+        bases: &[Self],
+        scalars: &[ScalarRepr],
+        w: usize,
+        c: usize,
+        stop: Option<&AtomicBool>,
+    ) -> Option<Self::Curve>;
 
     /// The multiexp through a proof's GPU claim: chunks on its devices and the CPU (see
     /// `src/gpu/scheduler/`). The lengths must match.
@@ -85,12 +91,14 @@ impl CurveAffine for G1Affine {
         scalars: &[ScalarRepr],
         w: usize,
         c: usize,
-    ) -> G1Projective {
+        stop: Option<&AtomicBool>,
+    ) -> Option<G1Projective> {
         batch_affine::window_sum(
             bases,
             scalars,
             w,
             c,
+            stop,
             |p: &G1Affine| (!bool::from(p.is_identity())).then(|| (p.x(), p.y())),
             |x, y| G1Affine::from_raw_unchecked(x, y, false),
         )
@@ -132,12 +140,14 @@ impl CurveAffine for G2Affine {
         scalars: &[ScalarRepr],
         w: usize,
         c: usize,
-    ) -> G2Projective {
+        stop: Option<&AtomicBool>,
+    ) -> Option<G2Projective> {
         batch_affine::window_sum(
             bases,
             scalars,
             w,
             c,
+            stop,
             |p: &G2Affine| (!bool::from(p.is_identity())).then(|| (p.x(), p.y())),
             |x, y| G2Affine::from_raw_unchecked(x, y, false),
         )

@@ -89,7 +89,9 @@ pub(super) fn give_up_cpu_chunk(
 
 /// One chunk on the CPU, computed on a thread of its own while this thread calls `between` every
 /// [`RETURN_STEP`] with the time so far; once `between` says to give the chunk up, the chunk's
-/// tasks not yet begun are skipped and the result is `None` (unless it finished meanwhile). With
+/// tasks not yet begun are skipped, those running stop within
+/// [`crate::multiexp::STOP_EVERY`] terms, and the result is `None` (unless it finished
+/// meanwhile). With
 /// no thread to be had, the chunk is computed here.
 pub(super) fn cpu_chunk<G: GpuCurve>(
     bases: &[G],
