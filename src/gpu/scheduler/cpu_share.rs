@@ -32,8 +32,8 @@ pub(super) const DEVICES_ALONE: Duration = Duration::from_millis(50);
 /// up when the devices were done, so the CPU's speed was never measured and the next proof's CPU
 /// took a chunk again: in each 2^16
 /// high-priority proof on the H200 a G2 chunk of the B query went to the CPU and was given up
-/// 33-53 ms later, and its host threads beside the device's upload made that query 49-64 ms
-/// long where the device alone takes about 15 ms (sixteenth session).
+/// 33-53 ms later, and its host threads beside the device's upload made that query 36-64 ms
+/// long where the device alone takes about 19 ms (sixteenth session).
 pub(super) fn cpu_takes(
     q: &VecDeque<Range<usize>>,
     running: usize,
