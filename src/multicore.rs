@@ -32,7 +32,7 @@ static BESIDE_DEVICES: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
 static BACKGROUND: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
 
 /// How much lower the scheduling priority (nice value, up to 19) of the threads of
-/// [`background_pool`] is than the thread that starts them.
+/// [`background_pool`] is than the thread that starts them, where the idle policy is refused.
 #[cfg(feature = "gpu")]
 const BACKGROUND_NICE: i32 = 10;
 
@@ -116,12 +116,18 @@ fn beside_devices_pool() -> Option<&'static rayon::ThreadPool> {
         .as_ref()
 }
 
-/// A pool of as many threads as the crate's, running at a lower scheduling priority (nice + 10,
-/// on Linux): the CPU share of a low-priority prover. Preempted, such a prover goes on on every
-/// core beside the high-priority prover that took its device, which has host work of its own
-/// (synthesis, transfers, the CPU side of its multiexps): a 2^16 high proof took 0.34 s alone and
-/// 0.51 s beside a 2^20 low one (H200 host, sixth session; also 0.51 s at p50 in the run with this
-/// pool, so the gain is not shown yet).
+/// A pool of as many threads as the crate's, running under Linux's idle scheduling policy
+/// (`SCHED_IDLE`; elsewhere, or where refused, at nice + 10): the CPU share of a low-priority
+/// prover. Preempted, such a prover goes on on every core beside the high-priority prover that
+/// took its device, which has host work of its own (synthesis, transfers, the CPU side of its
+/// multiexps), all of it short tasks that sleep and wake.
+///
+/// Nice + 10 was not enough: on the H200 host (seventeenth session) a 2^16 high proof took 61 ms
+/// alone and 123 ms (p50) beside a preempted 2^24 low prover, its 2 MiB uploads 7-12 ms instead
+/// of 2 and its host sums 3-8 ms instead of 1. A thread that wakes on a core a nice thread runs
+/// on may wait for that thread's time slice (the EEVDF scheduler of Linux 6.6 and later lets the
+/// running task reach its slice's end), whereas a task of the idle policy is preempted at once
+/// by any other that wakes, and gets a core only when nothing else wants it.
 #[cfg(feature = "gpu")]
 fn background_pool() -> Option<&'static rayon::ThreadPool> {
     BACKGROUND
@@ -136,14 +142,25 @@ fn background_pool() -> Option<&'static rayon::ThreadPool> {
         .as_ref()
 }
 
-/// Raises the calling thread's nice value by [`BACKGROUND_NICE`], to at most 19 (Linux schedules
-/// threads one by one, so only this thread changes); elsewhere, or when refused, it stays as it
-/// is. A new thread starts at its creator's value.
+/// Puts the calling thread under the idle scheduling policy, or where that is refused raises its
+/// nice value by [`BACKGROUND_NICE`] (to at most 19); Linux schedules threads one by one, so only
+/// this thread changes, and the threads it starts inherit the change. Elsewhere it stays as it is.
+/// An unprivileged thread may always lower its own policy to the idle one (it may not go back).
 #[cfg(feature = "gpu")]
 #[allow(unsafe_code)]
 fn lower_this_threads_priority() {
     #[cfg(target_os = "linux")]
     {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: a system call on the calling thread (pid 0) that reads `param`, which lives
+        // across the call.
+        if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } == 0 {
+            return;
+        }
+        log::debug!(
+            "background thread: the idle scheduling policy was refused ({}); nice + {BACKGROUND_NICE} instead",
+            std::io::Error::last_os_error()
+        );
         // SAFETY: plain system calls on the calling thread, with no pointers.
         let result = unsafe {
             let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
@@ -224,33 +241,36 @@ pub fn num_threads() -> usize {
 
 #[cfg(all(test, feature = "gpu", target_os = "linux"))]
 mod tests {
-    use super::{install_on, Pool, BACKGROUND_NICE};
+    use super::{install_on, Pool};
 
-    /// The nice value of the calling thread.
+    /// The scheduling policy of the calling thread.
     #[allow(unsafe_code)]
-    fn nice() -> i32 {
-        // SAFETY: plain system calls on the calling thread, with no pointers.
-        unsafe {
-            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-            libc::getpriority(libc::PRIO_PROCESS, tid)
-        }
+    fn policy() -> i32 {
+        // SAFETY: a system call on the calling thread, with no pointers.
+        unsafe { libc::sched_getscheduler(0) }
     }
 
     #[test]
-    fn background_work_runs_at_a_lower_priority_and_other_work_does_not() {
-        let ours = nice();
-        let background = install_on(Pool::Background, nice);
-        // Raising a nice value is always allowed. (The pool's threads start from the nice value
-        // of the thread that first used it: this one, unless another test got there first from
-        // a thread at the same value.)
-        assert_eq!(background, (ours + BACKGROUND_NICE).min(19));
-        assert_eq!(install_on(Pool::Main, nice), ours);
-        assert_eq!(install_on(Pool::BesideDevices, nice), ours);
+    fn background_work_runs_under_the_idle_policy_and_other_work_does_not() {
+        let ours = policy();
+        assert_ne!(
+            ours,
+            libc::SCHED_IDLE,
+            "the test's own thread is an ordinary one"
+        );
+        assert_eq!(install_on(Pool::Background, policy), libc::SCHED_IDLE);
+        assert_eq!(install_on(Pool::Main, policy), ours);
+        assert_eq!(install_on(Pool::BesideDevices, policy), ours);
         // Work sent to the main pool from the background pool stays there.
         assert_eq!(
-            install_on(Pool::Background, || super::install(nice)),
-            background
+            install_on(Pool::Background, || super::install(policy)),
+            libc::SCHED_IDLE
         );
-        assert_eq!(nice(), ours, "the caller's own priority is untouched");
+        // Threads a background thread starts (a chunk's own helpers) inherit its policy.
+        let child = install_on(Pool::Background, || {
+            std::thread::spawn(policy).join().expect("the thread ran")
+        });
+        assert_eq!(child, libc::SCHED_IDLE);
+        assert_eq!(policy(), ours, "the caller's own policy is untouched");
     }
 }

@@ -37,10 +37,13 @@ pub trait GpuCurve: CurveAffine {
     const NAME: &'static str;
     /// 32-bit limbs of one coordinate (12 in `Fq`, 24 in `Fq2`).
     const COORD_LIMBS: usize;
-    /// Bucket entries one launch of `msm_segments` sums: about 15 ms on the H200 (7.3 million G1
-    /// entries took 15 ms, 1.8 million G2 entries 13 ms, fifth session). The launches of a call are
-    /// waited for one by one, probing, so a higher priority waits for at most one of them (or,
-    /// near the end of a call, for its folds and weighing, a few milliseconds).
+    /// Bucket entries one launch of `msm_segments` sums: about 8 ms on the H200 (2^23 G1 entries
+    /// took 4.3 ms and 2^21 G2 entries 3.7 ms there in the seventeenth session, at segments of 64
+    /// and 32 entries; 15 ms each in the fifth). The launches of a call are waited for one by one,
+    /// probing, so a higher priority waits for at most one of them (or, near the end of a call,
+    /// for its folds and weighing, a few milliseconds). Longer launches allow longer segments
+    /// (`LAUNCH_SEGMENTS` work-items a launch), and a segment of 64 G1 entries summed about 8%
+    /// slower than one of 512, with more parts to fold.
     const LAUNCH_ENTRIES: usize;
     /// Work-items one launch of `msm_segments` aims at (segments of 16 to 512 entries): enough
     /// to fill the device, while each added segment costs two more parts to fold. A G2 work-item
@@ -83,7 +86,7 @@ fn not_on_curve() -> GpuError {
 impl GpuCurve for G1Affine {
     const NAME: &'static str = "G1";
     const COORD_LIMBS: usize = FQ_LIMBS;
-    const LAUNCH_ENTRIES: usize = 1 << 23;
+    const LAUNCH_ENTRIES: usize = 1 << 24;
     const LAUNCH_SEGMENTS: usize = 1 << 17;
     const PIECE_TERMS: usize = 1 << 22;
 
@@ -108,7 +111,7 @@ impl GpuCurve for G1Affine {
 impl GpuCurve for G2Affine {
     const NAME: &'static str = "G2";
     const COORD_LIMBS: usize = 2 * FQ_LIMBS;
-    const LAUNCH_ENTRIES: usize = 1 << 21;
+    const LAUNCH_ENTRIES: usize = 1 << 22;
     const LAUNCH_SEGMENTS: usize = 1 << 16;
     const PIECE_TERMS: usize = 1 << 21;
 
