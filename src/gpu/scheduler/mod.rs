@@ -176,15 +176,19 @@ struct ClaimInner {
 }
 
 /// Device time one multiexp call of a GPU worker aims at (the chunks it takes at once). A call
-/// pays a fixed part (the count's round trip, the weighing: about 10 ms on the H200) and runs
-/// faster per term the more terms it has (a wider window), so long calls make a faster proof: a
-/// 2^24 proof alone took 18.4 s with this target and 31.6 s with 40 ms (H200, sixth session). A
-/// request does not wait for a whole call: its launches are waited for one by one, probing (see
-/// `GpuCurve::LAUNCH_ENTRIES`). What a preemption costs is the interrupted call's device work, at
-/// most this much. Shorter calls after a preemption (40 ms for 30 s) were tried: a low prover
-/// preempted every second or two then ran at the short calls' speed throughout, and lost 2.2x (2^20)
-/// and 4.1x (2^24) the time the high proofs held the device.
-const TARGET_BATCH: Duration = Duration::from_millis(160);
+/// pays a fixed part (the count's round trip, the weighing: about 10 ms on the H200), and its
+/// first piece waits for its inputs' upload with the device idle (14-50 ms of each call of a
+/// 2^24 proof on the H200, seventeenth session: the later pieces' uploads overlap the sums), so
+/// long calls make a faster proof: a 2^24 proof alone took 18.4 s with 160 ms and 31.6 s with
+/// 40 ms (sixth session). A request does not wait for a whole call: its launches are waited for
+/// one by one, probing (see `GpuCurve::LAUNCH_ENTRIES`), and a call stopped by it keeps the
+/// pieces it finished, so what a preemption costs is the piece in progress, whatever the call's
+/// length. Shorter calls after a preemption (40 ms for 30 s) were tried, before calls went in
+/// pieces: a low prover preempted every second or two then ran at the short calls' speed
+/// throughout, and lost 2.2x (2^20) and 4.1x (2^24) the time the high proofs held the device.
+/// With several devices a call takes at most its share of the queue (see `gpu_worker`), so
+/// that one device does not take the whole multiexp while the others wait.
+const TARGET_BATCH: Duration = Duration::from_millis(640);
 
 /// What the process learned about its devices and its CPU, kept across claims: a device's speed
 /// is not a property of one proof.
@@ -712,8 +716,9 @@ impl ClaimInner {
             }
             let run: Vec<Range<usize>> = {
                 let mut q = lock(queue);
-                let mut run: Vec<Range<usize>> = Vec::with_capacity(batch);
-                while run.len() < batch {
+                let take = call_chunks(batch, q.len(), self.devices.len());
+                let mut run: Vec<Range<usize>> = Vec::with_capacity(take);
+                while run.len() < take {
                     match q.front() {
                         Some(next) if run.last().map_or(true, |last| last.end == next.start) => {
                             run.extend(q.pop_front());
@@ -944,6 +949,14 @@ impl Drop for GpuClaim {
     }
 }
 
+/// Chunks a worker takes for its next call: its learned `batch`, but at most an even share of
+/// the `queued` chunks per device of the claim, so that with several devices the last calls end
+/// about together, rather than one device computing a long last call while the others wait.
+/// Never zero while chunks are queued.
+fn call_chunks(batch: usize, queued: usize, devices: usize) -> usize {
+    batch.min(queued.div_ceil(devices.max(1))).max(1)
+}
+
 /// Chunks a device takes in its next call, after `ran` chunks took `elapsed` with `batch` asked
 /// for, aiming at `target`; growing at most 8x per call, never above `cap` (set when the device
 /// ran out of memory). A call costs a fixed part (transfers set up, a count read back, seven
@@ -1013,8 +1026,22 @@ fn queue_len(q: &Mutex<VecDeque<Range<usize>>>) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{learn_gpu_rate, next_batch, CPU_RATE_LIFE, RATE_RUN};
+    use super::{call_chunks, learn_gpu_rate, next_batch, CPU_RATE_LIFE, RATE_RUN};
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_call_takes_its_batch_or_an_even_share_of_the_queue() {
+        // One device: the whole batch, or what is left.
+        assert_eq!(call_chunks(64, 500, 1), 64);
+        assert_eq!(call_chunks(64, 10, 1), 10);
+        // Two devices: at most half of what is queued, so the second is not left waiting.
+        assert_eq!(call_chunks(400, 512, 2), 256);
+        assert_eq!(call_chunks(400, 3, 2), 2);
+        assert_eq!(call_chunks(100, 512, 2), 100);
+        // Never zero (an empty queue is handled before).
+        assert_eq!(call_chunks(0, 5, 2), 1);
+        assert_eq!(call_chunks(8, 1, 4), 1);
+    }
 
     #[test]
     fn short_runs_raise_the_device_rate_and_long_ones_set_it() {
