@@ -1296,5 +1296,12 @@ mod tests {
         assert_eq!(Plan::segment(1 << 28, 1 << 23, 1 << 17), 64);
         assert_eq!(Plan::segment(1 << 28, 1 << 30, 1 << 17), 512);
         assert_eq!(Plan::segment(1 << 28, 1 << 21, 1 << 16), 32);
+        // The in-proof calls' launches: segments of 128 G1 and 64 G2 entries.
+        use super::GpuCurve;
+        use blstrs::{G1Affine, G2Affine};
+        let g1 = (G1Affine::LAUNCH_ENTRIES, G1Affine::LAUNCH_SEGMENTS);
+        let g2 = (G2Affine::LAUNCH_ENTRIES, G2Affine::LAUNCH_SEGMENTS);
+        assert_eq!(Plan::segment(1 << 28, g1.0, g1.1), 128);
+        assert_eq!(Plan::segment(1 << 28, g2.0, g2.1), 64);
     }
 }

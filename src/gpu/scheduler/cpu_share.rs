@@ -88,17 +88,21 @@ pub(super) fn give_up_cpu_chunk(
 }
 
 /// One chunk on the CPU, computed on a thread of its own while this thread calls `between` every
-/// [`RETURN_STEP`] with the time so far; once `between` says to give the chunk up, the chunk's
-/// tasks not yet begun are skipped, those running stop within
-/// [`crate::multiexp::STOP_EVERY`] terms, and the result is `None` (unless it finished
-/// meanwhile). With
-/// no thread to be had, the chunk is computed here.
+/// [`RETURN_STEP`] with the time so far; once `between` says to give the chunk up, `give_up` is
+/// called at once (the caller puts the chunk back in the queue, where a device takes it), the
+/// chunk's tasks not yet begun are skipped, those running stop within
+/// [`crate::multiexp::STOP_EVERY`] terms, and the result is `None`, even if the chunk finished
+/// meanwhile (it is the device's now). The chunk goes back before its thread has stopped: the
+/// thread runs on the lowest priority's pool, under the idle scheduling policy, and on a busy
+/// host it may take a while to see the request. With no thread to be had, the chunk is computed
+/// here.
 pub(super) fn cpu_chunk<G: GpuCurve>(
     bases: &[G],
     scalars: &[ScalarRepr],
     range: Range<usize>,
     pool: Pool,
     mut between: impl FnMut(Duration) -> bool,
+    give_up: impl FnOnce(),
 ) -> Option<G::Curve> {
     let started = Instant::now();
     let stop = AtomicBool::new(false);
@@ -128,12 +132,16 @@ pub(super) fn cpu_chunk<G: GpuCurve>(
         let Ok(cpu) = cpu else {
             return Some(cpu_part(bases, scalars, range, pool));
         };
+        let mut give_up = Some(give_up);
         loop {
             match result.recv_timeout(RETURN_STEP) {
-                Ok(part) => return part,
+                Ok(part) => return if give_up.is_some() { part } else { None },
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    if !stop.load(Ordering::Relaxed) && between(started.elapsed()) {
+                    if give_up.is_some() && between(started.elapsed()) {
                         stop.store(true, Ordering::Relaxed);
+                        if let Some(put_back) = give_up.take() {
+                            put_back();
+                        }
                     }
                 }
                 // The chunk's thread panicked: so does this one.
@@ -175,12 +183,47 @@ pub(crate) fn cpu_pool(priority: Priority, beside_devices: bool) -> Pool {
 
 #[cfg(test)]
 mod tests {
-    use super::{cpu_pool, cpu_takes, give_up_cpu_chunk};
+    use super::{cpu_chunk, cpu_part, cpu_pool, cpu_takes, give_up_cpu_chunk};
     use crate::groth16::Priority;
     use crate::multicore::Pool;
+    use crate::multiexp::scalar_reprs;
+    use blstrs::{G1Affine, G1Projective, Scalar};
+    use ff::Field;
+    use group::Group;
     use std::collections::VecDeque;
     use std::ops::Range;
     use std::time::Duration;
+
+    #[test]
+    fn a_cpu_chunk_given_up_goes_back_at_once_and_returns_nothing() {
+        // Enough terms that the chunk outlasts the first look (2 ms) on any machine.
+        let n = 1 << 16;
+        let bases = vec![G1Affine::from(G1Projective::generator()); n];
+        let mut rng = rand::thread_rng();
+        let scalars = scalar_reprs(&(0..n).map(|_| Scalar::random(&mut rng)).collect::<Vec<_>>());
+        let given_back = std::cell::Cell::new(0);
+        let part = cpu_chunk(
+            &bases,
+            &scalars,
+            0..n,
+            Pool::Main,
+            |_| true,
+            || given_back.set(given_back.get() + 1),
+        );
+        assert!(part.is_none(), "a chunk given up has no result");
+        assert_eq!(given_back.get(), 1, "put back once, when given up");
+        // Not given up: the sum, and nothing put back.
+        let part = cpu_chunk(
+            &bases[..64],
+            &scalars[..64],
+            0..64,
+            Pool::Main,
+            |_| false,
+            || given_back.set(given_back.get() + 1),
+        );
+        assert_eq!(part, Some(cpu_part(&bases, &scalars, 0..64, Pool::Main)));
+        assert_eq!(given_back.get(), 1);
+    }
 
     #[test]
     fn the_cpu_takes_a_chunk_only_when_it_ends_before_the_devices() {

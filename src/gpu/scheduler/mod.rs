@@ -27,7 +27,7 @@ use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -186,8 +186,8 @@ struct ClaimInner {
 /// length. Shorter calls after a preemption (40 ms for 30 s) were tried, before calls went in
 /// pieces: a low prover preempted every second or two then ran at the short calls' speed
 /// throughout, and lost 2.2x (2^20) and 4.1x (2^24) the time the high proofs held the device.
-/// With several devices a call takes at most its share of the queue (see `gpu_worker`), so
-/// that one device does not take the whole multiexp while the others wait.
+/// With several devices a call takes at most its even share of the work left ([`call_chunks`]),
+/// so that one device does not take the whole multiexp while the others wait.
 const TARGET_BATCH: Duration = Duration::from_millis(640);
 
 /// What the process learned about its devices and its CPU, kept across claims: a device's speed
@@ -548,12 +548,15 @@ impl ClaimInner {
         );
         self.shared().stats.total_chunks += queue_len(&queue) as u64;
         let sum = Mutex::new(G::Curve::identity());
+        let flight = Flight::default();
         let held = std::mem::take(&mut *lock(&self.idle));
         let this = self;
         let kept: Vec<LockedKernel> = std::thread::scope(|scope| {
-            let (queue_ref, sum_ref) = (&queue, &sum);
+            let (queue_ref, sum_ref, flight_ref) = (&queue, &sum, &flight);
             let spawn = |k: LockedKernel| {
-                scope.spawn(move || this.gpu_worker(k, queue_ref, sum_ref, bases, scalars))
+                scope.spawn(move || {
+                    this.gpu_worker(k, queue_ref, flight_ref, sum_ref, bases, scalars)
+                })
             };
             let mut workers: Vec<_> = held.into_iter().map(spawn).collect();
             // Free devices, and, while chunks are queued, the devices parked by their workers
@@ -599,26 +602,42 @@ impl ClaimInner {
                         // while a low one's CPU chunk went on, at 2^24), and gives the chunk
                         // up when the devices it then holds would finish it, and the queue,
                         // before the CPU would.
-                        let part = cpu_chunk(bases, scalars, range.clone(), pool, |elapsed| {
-                            if queue_len(&queue) > 0 {
-                                workers.extend(take_devices().into_iter().map(spawn));
-                            }
-                            let held = workers.iter().filter(|w| !w.is_finished()).count()
-                                + lock(&this.idle).len();
-                            let queued = lock(&queue).iter().map(|r| r.len()).sum::<usize>();
-                            let rates = this.rates(G::NAME, pool);
-                            give_up_cpu_chunk(queued, terms, elapsed, held, rates)
-                        });
+                        let given_up_at = std::cell::Cell::new(None);
+                        let part = cpu_chunk(
+                            bases,
+                            scalars,
+                            range.clone(),
+                            pool,
+                            |elapsed| {
+                                if queue_len(&queue) > 0 {
+                                    workers.extend(take_devices().into_iter().map(spawn));
+                                }
+                                let held = workers.iter().filter(|w| !w.is_finished()).count()
+                                    + lock(&this.idle).len();
+                                let queued = lock(&queue).iter().map(|r| r.len()).sum::<usize>();
+                                let rates = this.rates(G::NAME, pool);
+                                give_up_cpu_chunk(queued, terms, elapsed, held, rates)
+                            },
+                            || {
+                                lock(&queue).push_back(range.clone());
+                                given_up_at.set(Some(Instant::now()));
+                            },
+                        );
                         let mut s = this.shared();
                         let Some(part) = part else {
                             s.stats.cpu_chunks_given_up += 1;
                             drop(s);
                             log::debug!(
                                 "gpu: a CPU chunk of {terms} terms given up after {:.1} ms: a \
-                                 device came back",
+                                 device came back (its thread stopped after {:.1} ms)",
+                                given_up_at
+                                    .get()
+                                    .unwrap_or(started)
+                                    .duration_since(started)
+                                    .as_secs_f64()
+                                    * 1e3,
                                 started.elapsed().as_secs_f64() * 1e3
                             );
-                            lock(&queue).push_back(range);
                             continue;
                         };
                         *lock(&sum) += part;
@@ -690,17 +709,20 @@ impl ClaimInner {
     /// Takes chunks from the front until the queue is empty (keeps the device) or a higher
     /// priority asks or the device fails (releases it). A device takes a run of adjacent chunks
     /// per multiexp call, as many as it computes in about [`TARGET_BATCH`] (measured on its
-    /// previous run): chunks stay small for the CPU's share and for the accounting, while a fast
+    /// previous run), but no more than its even share of the work left among the multiexp's
+    /// workers ([`call_chunks`]): chunks stay small for the CPU's share and for the accounting, while a fast
     /// device is not slowed by a launch per small chunk. A preempted or failed run puts all its
     /// chunks back.
     fn gpu_worker<G: GpuCurve>(
         &self,
         k: LockedKernel,
         queue: &Mutex<VecDeque<Range<usize>>>,
+        flight: &Flight,
         sum: &Mutex<G::Curve>,
         bases: &[G],
         scalars: &[ScalarRepr],
     ) -> Option<LockedKernel> {
+        let _member = flight.join();
         let key = (k.device.id.clone(), G::NAME);
         let cap = self.shared().batch_cap.get(&key).copied();
         let mut batch = learned()
@@ -716,7 +738,16 @@ impl ClaimInner {
             }
             let run: Vec<Range<usize>> = {
                 let mut q = lock(queue);
-                let take = call_chunks(batch, q.len(), self.devices.len());
+                let floor = q
+                    .front()
+                    .map_or(1, |c| (G::PIECE_TERMS / c.len().max(1)).max(1));
+                let take = call_chunks(
+                    batch,
+                    q.len(),
+                    flight.chunks.load(Ordering::Relaxed),
+                    flight.workers.load(Ordering::Relaxed),
+                    floor,
+                );
                 let mut run: Vec<Range<usize>> = Vec::with_capacity(take);
                 while run.len() < take {
                     match q.front() {
@@ -726,6 +757,7 @@ impl ClaimInner {
                         _ => break,
                     }
                 }
+                flight.chunks.fetch_add(run.len(), Ordering::Relaxed);
                 run
             };
             let (Some(first), Some(last)) = (run.first(), run.last()) else {
@@ -745,6 +777,7 @@ impl ClaimInner {
                 &ends,
                 &|| k.should_yield(),
             );
+            flight.chunks.fetch_sub(run.len(), Ordering::Relaxed);
             // The chunks of the pieces the device finished are in the sum, whatever stopped it
             // after them.
             let kept = result.done.min(run.len());
@@ -949,12 +982,43 @@ impl Drop for GpuClaim {
     }
 }
 
-/// Chunks a worker takes for its next call: its learned `batch`, but at most an even share of
-/// the `queued` chunks per device of the claim, so that with several devices the last calls end
-/// about together, rather than one device computing a long last call while the others wait.
-/// Never zero while chunks are queued.
-fn call_chunks(batch: usize, queued: usize, devices: usize) -> usize {
-    batch.min(queued.div_ceil(devices.max(1))).max(1)
+/// The device workers of one multiexp and the chunks their calls hold: what a worker's even
+/// share of the work is counted from ([`call_chunks`]).
+#[derive(Debug, Default)]
+struct Flight {
+    workers: AtomicUsize,
+    chunks: AtomicUsize,
+}
+
+impl Flight {
+    /// Counts the calling worker in until the guard drops.
+    fn join(&self) -> impl Drop + '_ {
+        struct Member<'a>(&'a AtomicUsize);
+        impl Drop for Member<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        self.workers.fetch_add(1, Ordering::Relaxed);
+        Member(&self.workers)
+    }
+}
+
+/// Chunks a worker takes for its next call: its learned `batch`, but no more than its even share
+/// of the work left, the `queued` chunks and those `in_flight` in the other workers' calls,
+/// among the `workers` of the multiexp (this one included), so that with several devices the
+/// last calls end about together rather than one device computing a long last call while the
+/// others wait; and no fewer than `floor` (a piece's worth), so that the calls do not dwindle to
+/// single chunks at the end. Never zero while chunks are queued, never more than are queued.
+fn call_chunks(
+    batch: usize,
+    queued: usize,
+    in_flight: usize,
+    workers: usize,
+    floor: usize,
+) -> usize {
+    let share = (queued + in_flight).div_ceil(workers.max(1));
+    batch.min(share.max(floor)).min(queued).max(1)
 }
 
 /// Chunks a device takes in its next call, after `ran` chunks took `elapsed` with `batch` asked
@@ -1030,17 +1094,21 @@ mod tests {
     use std::time::{Duration, Instant};
 
     #[test]
-    fn a_call_takes_its_batch_or_an_even_share_of_the_queue() {
-        // One device: the whole batch, or what is left.
-        assert_eq!(call_chunks(64, 500, 1), 64);
-        assert_eq!(call_chunks(64, 10, 1), 10);
-        // Two devices: at most half of what is queued, so the second is not left waiting.
-        assert_eq!(call_chunks(400, 512, 2), 256);
-        assert_eq!(call_chunks(400, 3, 2), 2);
-        assert_eq!(call_chunks(100, 512, 2), 100);
-        // Never zero (an empty queue is handled before).
-        assert_eq!(call_chunks(0, 5, 2), 1);
-        assert_eq!(call_chunks(8, 1, 4), 1);
+    fn a_call_takes_its_batch_or_an_even_share_of_the_work_left() {
+        // One worker: the whole batch, or what is left.
+        assert_eq!(call_chunks(64, 500, 0, 1, 1), 64);
+        assert_eq!(call_chunks(600, 500, 0, 1, 1), 500);
+        assert_eq!(call_chunks(64, 10, 0, 1, 1), 10);
+        // Two workers, the first takes half; the second, with that half in flight, takes the
+        // other half (not a quarter, then an eighth, ...).
+        assert_eq!(call_chunks(600, 512, 0, 2, 1), 256);
+        assert_eq!(call_chunks(600, 256, 256, 2, 1), 256);
+        // A piece's worth at the least, while that many are queued.
+        assert_eq!(call_chunks(600, 40, 400, 2, 128), 40);
+        assert_eq!(call_chunks(600, 300, 0, 4, 128), 128);
+        // Never zero, never more than queued.
+        assert_eq!(call_chunks(0, 5, 0, 2, 1), 1);
+        assert_eq!(call_chunks(8, 1, 0, 4, 16), 1);
     }
 
     #[test]
