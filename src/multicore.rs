@@ -239,7 +239,8 @@ pub fn num_threads() -> usize {
     }
 }
 
-#[cfg(all(test, feature = "gpu", target_os = "linux"))]
+// glibc only: musl's sched_setscheduler always fails (the pool then falls back to a nice value).
+#[cfg(all(test, feature = "gpu", target_os = "linux", target_env = "gnu"))]
 mod tests {
     use super::{install_on, Pool};
 
