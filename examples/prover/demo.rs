@@ -452,6 +452,16 @@ pub fn run(
              synthesis, for {high_held:.0} ms the high ones held the GPU: {:.2}x after synthesis",
             lost_after / high_held.max(1e-9)
         );
+        // The ratio above falls as the high proofs get slower and rises as they get faster,
+        // whatever the low prover does; what a preemption costs it beyond the hold does not.
+        let preemptions = sum("preemptions");
+        if preemptions > 0.0 {
+            println!(
+                "beyond the hold, each of the {preemptions:.0} preemptions cost the low proofs \
+                 {:.0} ms after synthesis",
+                (lost_after - high_held) / preemptions
+            );
+        }
     }
     write_svg(svg, &segments, &roles, &name_of)?;
     println!("timeline chart: {}", svg.display());
