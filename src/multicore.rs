@@ -254,11 +254,11 @@ mod tests {
     #[test]
     fn background_work_runs_under_the_idle_policy_and_other_work_does_not() {
         let ours = policy();
-        assert_ne!(
-            ours,
-            libc::SCHED_IDLE,
-            "the test's own thread is an ordinary one"
-        );
+        if ours == libc::SCHED_IDLE {
+            // Started under the idle policy itself (`chrt --idle`): nothing to tell apart.
+            eprintln!("skipped: the test process runs under the idle policy already");
+            return;
+        }
         assert_eq!(install_on(Pool::Background, policy), libc::SCHED_IDLE);
         assert_eq!(install_on(Pool::Main, policy), ours);
         assert_eq!(install_on(Pool::BesideDevices, policy), ours);
