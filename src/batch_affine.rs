@@ -1,5 +1,5 @@
 //! Bucket accumulation in affine coordinates with batched inversions, the inner loop of the
-//! multiexp for large windows.
+//! multiexp for large windows and of the fixed-base products of parameter generation.
 //!
 //! Adding two affine points costs one field inversion; inverting a batch of `k` denominators at
 //! once (Montgomery's trick) costs one inversion and `3(k - 1)` multiplications, so an affine
@@ -215,4 +215,52 @@ where
         sum += running;
     }
     Some(sum)
+}
+
+/// `out[i] = scalars[i] * P` in affine form, from a fixed-base `table` of `P`'s multiples
+/// (`table[w * 2^(c-1) + j] = (j + 1) * 2^(c w) * P` for each window `w` of width `c`, see
+/// `src/fixed_base.rs`): each product is a bucket of its own, which takes one table point per
+/// window, and a window's additions are one run of batches (every bucket changes at most once
+/// in a window, so no addition conflicts and none overflows). Affine additions with shared
+/// inversions cost about half a mixed addition's products, and the products need no conversion to
+/// affine form afterwards. `coords` and `from_xy` as in [`window_sum`]; `out` must hold the
+/// identity (a product that is the identity is not written).
+pub(crate) fn fixed_base_products<B, F>(
+    table: &[B],
+    c: usize,
+    scalars: &[ScalarRepr],
+    out: &mut [B],
+    coords: impl Fn(&B) -> Option<(F, F)>,
+    from_xy: impl Fn(F, F) -> B,
+) where
+    B: Copy,
+    F: Field,
+{
+    let row = 1usize << (c - 1);
+    let windows = table.len() / row;
+    let mut buckets = Buckets::<F>::new(scalars.len());
+    for w in 0..windows {
+        for (i, scalar) in scalars.iter().enumerate() {
+            let digit = scalar.signed_digit(w, c);
+            if digit == 0 {
+                continue;
+            }
+            let Some((x, y)) = coords(&table[w * row + digit.unsigned_abs() as usize - 1]) else {
+                continue;
+            };
+            let y = if digit > 0 { y } else { -y };
+            let left = buckets.submit(Pending {
+                bucket: i as u32,
+                x,
+                y,
+            });
+            debug_assert!(left.is_none(), "one addition per bucket and window");
+        }
+        buckets.run_batch();
+    }
+    for (i, out) in out.iter_mut().enumerate().take(scalars.len()) {
+        if buckets.occupied[i] {
+            *out = from_xy(buckets.x[i], buckets.y[i]);
+        }
+    }
 }

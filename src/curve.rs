@@ -46,6 +46,11 @@ pub trait CurveAffine: PrimeCurveAffine<Scalar = Scalar> + sealed::Sealed {
         stop: Option<&AtomicBool>,
     ) -> Option<Self::Curve>;
 
+    /// `out[i] = scalars[i] * P` in affine form from a fixed-base table of `P` (windows of width
+    /// `c`, see `src/fixed_base.rs`), accumulated in affine form with batched inversions; `out`
+    /// holds the identity on entry.
+    fn fixed_base_affine(table: &[Self], c: usize, scalars: &[ScalarRepr], out: &mut [Self]);
+
     /// The multiexp through a proof's GPU claim: chunks on its devices and the CPU (see
     /// `src/gpu/scheduler/`). The lengths must match.
     #[cfg(feature = "gpu")]
@@ -84,6 +89,17 @@ impl CurveAffine for G1Affine {
         chunk_terms: usize,
     ) -> G1Projective {
         claim.multiexp(bases, scalars, chunk_terms)
+    }
+
+    fn fixed_base_affine(table: &[Self], c: usize, scalars: &[ScalarRepr], out: &mut [Self]) {
+        batch_affine::fixed_base_products(
+            table,
+            c,
+            scalars,
+            out,
+            |p: &G1Affine| (!bool::from(p.is_identity())).then(|| (p.x(), p.y())),
+            |x, y| G1Affine::from_raw_unchecked(x, y, false),
+        )
     }
 
     fn window_sum_affine(
@@ -133,6 +149,17 @@ impl CurveAffine for G2Affine {
         // A G2 term costs about 2.5x a G1 term on the device (docs/BENCHMARKS.md): a quarter of
         // the terms keeps a chunk, and so a hand-over, about as short as a G1 chunk.
         claim.multiexp(bases, scalars, (chunk_terms / 4).max(1))
+    }
+
+    fn fixed_base_affine(table: &[Self], c: usize, scalars: &[ScalarRepr], out: &mut [Self]) {
+        batch_affine::fixed_base_products(
+            table,
+            c,
+            scalars,
+            out,
+            |p: &G2Affine| (!bool::from(p.is_identity())).then(|| (p.x(), p.y())),
+            |x, y| G2Affine::from_raw_unchecked(x, y, false),
+        )
     }
 
     fn window_sum_affine(

@@ -12,13 +12,17 @@ use blstrs::Scalar;
 use group::Group;
 use rayon::prelude::*;
 
+/// Products accumulated together by [`FixedBaseTable::mul_all`]: two batches of
+/// `batch_affine::BATCH` additions per window.
+const AFFINE_SLICE: usize = 1024;
+
 /// Widest window used: the table then holds `16 * 2^15` points (48 MiB for G1, 96 MiB for G2).
 const MAX_WINDOW: usize = 16;
 
 /// Precomputed multiples of one base.
 pub(crate) struct FixedBaseTable<G: CurveAffine> {
     window: usize,
-    windows: usize,
+    /// `windows * 2^(window - 1)` points, window by window.
     table: Vec<G>,
 }
 
@@ -53,33 +57,24 @@ impl<G: CurveAffine> FixedBaseTable<G> {
             });
         FixedBaseTable {
             window,
-            windows,
             table: batch_normalize::<G>(&projective),
         }
     }
 
-    /// `s * base`.
-    pub(crate) fn mul(&self, s: &ScalarRepr) -> G::Curve {
-        let row = 1usize << (self.window - 1);
-        let mut acc = G::Curve::identity();
-        for w in 0..self.windows {
-            let digit = s.signed_digit(w, self.window);
-            if digit > 0 {
-                self.table[w * row + digit as usize - 1].add_to(&mut acc);
-            } else if digit < 0 {
-                self.table[w * row + (-digit) as usize - 1].sub_from(&mut acc);
-            }
-        }
-        acc
-    }
-
-    /// `[s * base for s in scalars]` in affine form, in parallel.
+    /// `[s * base for s in scalars]` in affine form, in parallel: slices of [`AFFINE_SLICE`]
+    /// products accumulated in affine form, each window's additions sharing inversions
+    /// (`src/batch_affine.rs`). Mixed additions into projective sums, converted to affine form
+    /// afterwards, made the whole setup take 1.56x as long (2^17 and 2^18 constraints on the
+    /// 2-core development machine, docs/BENCHMARKS.md, seventeenth session).
     pub(crate) fn mul_all(&self, scalars: &[Scalar]) -> Vec<G> {
-        let projective: Vec<G::Curve> = scalars
-            .par_iter()
-            .map(|s| self.mul(&ScalarRepr::from(s)))
-            .collect();
-        batch_normalize::<G>(&projective)
+        let mut out = vec![G::identity(); scalars.len()];
+        out.par_chunks_mut(AFFINE_SLICE)
+            .zip(scalars.par_chunks(AFFINE_SLICE))
+            .for_each(|(out, scalars)| {
+                let reprs: Vec<ScalarRepr> = scalars.iter().map(ScalarRepr::from).collect();
+                G::fixed_base_affine(&self.table, self.window, &reprs, out);
+            });
+        out
     }
 }
 
@@ -88,6 +83,7 @@ mod tests {
     use super::*;
     use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
     use ff::Field;
+    use group::prime::PrimeCurveAffine;
     use group::Curve;
     use rand_chacha::rand_core::SeedableRng;
 
@@ -104,6 +100,9 @@ mod tests {
                 assert_eq!(g, (p * s).to_affine());
             }
         }
+        // The identity's table holds only the identity, and so do its products.
+        let zero = FixedBaseTable::<G1Affine>::new(G1Projective::identity(), 100);
+        assert!(zero.mul_all(&scalars).iter().all(|g| *g == G1Affine::identity()));
         let q = G2Projective::random(&mut rng);
         let table = FixedBaseTable::<G2Affine>::new(q, 100);
         for (s, g) in scalars.iter().zip(table.mul_all(&scalars)) {
