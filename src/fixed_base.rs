@@ -102,7 +102,10 @@ mod tests {
         }
         // The identity's table holds only the identity, and so do its products.
         let zero = FixedBaseTable::<G1Affine>::new(G1Projective::identity(), 100);
-        assert!(zero.mul_all(&scalars).iter().all(|g| *g == G1Affine::identity()));
+        assert!(zero
+            .mul_all(&scalars)
+            .iter()
+            .all(|g| *g == G1Affine::identity()));
         let q = G2Projective::random(&mut rng);
         let table = FixedBaseTable::<G2Affine>::new(q, 100);
         for (s, g) in scalars.iter().zip(table.mul_all(&scalars)) {
