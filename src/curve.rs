@@ -92,12 +92,16 @@ impl CurveAffine for G1Affine {
     }
 
     fn fixed_base_affine(table: &[Self], c: usize, scalars: &[ScalarRepr], out: &mut [Self]) {
+        // The identity's table holds only the identity, as do its products (`out` already).
+        if table.first().map_or(true, |p| bool::from(p.is_identity())) {
+            return;
+        }
         batch_affine::fixed_base_products(
             table,
             c,
             scalars,
             out,
-            |p: &G1Affine| (!bool::from(p.is_identity())).then(|| (p.x(), p.y())),
+            |p: &G1Affine| (p.x(), p.y()),
             |x, y| G1Affine::from_raw_unchecked(x, y, false),
         )
     }
@@ -152,12 +156,16 @@ impl CurveAffine for G2Affine {
     }
 
     fn fixed_base_affine(table: &[Self], c: usize, scalars: &[ScalarRepr], out: &mut [Self]) {
+        // The identity's table holds only the identity, as do its products (`out` already).
+        if table.first().map_or(true, |p| bool::from(p.is_identity())) {
+            return;
+        }
         batch_affine::fixed_base_products(
             table,
             c,
             scalars,
             out,
-            |p: &G2Affine| (!bool::from(p.is_identity())).then(|| (p.x(), p.y())),
+            |p: &G2Affine| (p.x(), p.y()),
             |x, y| G2Affine::from_raw_unchecked(x, y, false),
         )
     }
