@@ -146,16 +146,20 @@ fn batch_invert<F: Field>(values: &mut [F], prefix: &mut Vec<F>) {
 }
 
 /// `sum_j (j + 1) * bucket_j` of window `w` (width `c`) over `bases`, accumulating the buckets in
-/// affine form. `coords` reads a base's affine coordinates (`None` for the identity) and
-/// `from_xy` makes an affine point from a bucket's; `C` is the projective type of the final sums.
-/// `None` when `stop` was set before the end (looked at every [`STOP_EVERY`] terms).
+/// affine form. `finite[i]` says whether `bases[i]` is other than the identity (told once per
+/// multiexp rather than once per window: blst's test is constant-time, over all of a point's
+/// bytes), `coords` reads a finite base's affine coordinates and `from_xy` makes an affine point
+/// from a bucket's; `C` is the projective type of the final sums. `None` when `stop` was set
+/// before the end (looked at every [`STOP_EVERY`] terms).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn window_sum<B, C, F>(
     bases: &[B],
+    finite: &[bool],
     scalars: &[ScalarRepr],
     w: usize,
     c: usize,
     stop: Option<&AtomicBool>,
-    coords: impl Fn(&B) -> Option<(F, F)>,
+    coords: impl Fn(&B) -> (F, F),
     from_xy: impl Fn(F, F) -> B,
 ) -> Option<C>
 where
@@ -166,17 +170,15 @@ where
     let count = 1 << (c - 1);
     let mut buckets = Buckets::<F>::new(count);
     let mut overflow: Vec<C> = Vec::new();
-    for (i, (base, scalar)) in bases.iter().zip(scalars).enumerate() {
+    for (i, ((base, scalar), finite)) in bases.iter().zip(scalars).zip(finite).enumerate() {
         if i % STOP_EVERY == 0 && stopped(stop) {
             return None;
         }
         let digit = scalar.signed_digit(w, c);
-        if digit == 0 {
+        if digit == 0 || !finite {
             continue;
         }
-        let Some((x, y)) = coords(base) else {
-            continue;
-        };
+        let (x, y) = coords(base);
         let (bucket, y) = if digit > 0 {
             (digit - 1, y)
         } else {

@@ -37,9 +37,12 @@ pub trait CurveAffine: PrimeCurveAffine<Scalar = Scalar> + sealed::Sealed {
     fn normalize_serial(points: &[Self::Curve], out: &mut [Self]);
 
     /// One window's bucket sum of a multiexp, buckets accumulated in affine form
-    /// (batched inversions, see `src/batch_affine.rs`); `None` when `stop` was set before the end.
+    /// (batched inversions, see `src/batch_affine.rs`); `finite[i]` says whether `bases[i]` is
+    /// other than the identity ([`crate::multiexp::finite_flags`]); `None` when `stop` was set
+    /// before the end.
     fn window_sum_affine(
         bases: &[Self],
+        finite: &[bool],
         scalars: &[ScalarRepr],
         w: usize,
         c: usize,
@@ -108,6 +111,7 @@ impl CurveAffine for G1Affine {
 
     fn window_sum_affine(
         bases: &[Self],
+        finite: &[bool],
         scalars: &[ScalarRepr],
         w: usize,
         c: usize,
@@ -115,11 +119,12 @@ impl CurveAffine for G1Affine {
     ) -> Option<G1Projective> {
         batch_affine::window_sum(
             bases,
+            finite,
             scalars,
             w,
             c,
             stop,
-            |p: &G1Affine| (!bool::from(p.is_identity())).then(|| (p.x(), p.y())),
+            |p: &G1Affine| (p.x(), p.y()),
             |x, y| G1Affine::from_raw_unchecked(x, y, false),
         )
     }
@@ -172,6 +177,7 @@ impl CurveAffine for G2Affine {
 
     fn window_sum_affine(
         bases: &[Self],
+        finite: &[bool],
         scalars: &[ScalarRepr],
         w: usize,
         c: usize,
@@ -179,11 +185,12 @@ impl CurveAffine for G2Affine {
     ) -> Option<G2Projective> {
         batch_affine::window_sum(
             bases,
+            finite,
             scalars,
             w,
             c,
             stop,
-            |p: &G2Affine| (!bool::from(p.is_identity())).then(|| (p.x(), p.y())),
+            |p: &G2Affine| (p.x(), p.y()),
             |x, y| G2Affine::from_raw_unchecked(x, y, false),
         )
     }

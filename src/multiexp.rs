@@ -146,13 +146,18 @@ pub fn multiexp_serial<G: CurveAffine>(
         return Ok(G::Curve::identity());
     }
     let (c, _) = window_bits(bases.len(), 1);
+    let finite: Vec<bool> = if c >= AFFINE_MIN_WINDOW {
+        bases.iter().map(|b| !bool::from(b.is_identity())).collect()
+    } else {
+        Vec::new()
+    };
     let mut acc = G::Curve::identity();
     for w in (0..256usize.div_ceil(c)).rev() {
         for _ in 0..c {
             acc = acc.double();
         }
         let sum = if c >= AFFINE_MIN_WINDOW {
-            G::window_sum_affine(bases, scalars, w, c, None)
+            G::window_sum_affine(bases, &finite, scalars, w, c, None)
         } else {
             window_sum(bases, scalars, w, c, None)
         };
@@ -238,6 +243,11 @@ fn pippenger<G: CurveAffine>(
     let (c, parts) = window_bits(n, rayon::current_num_threads());
     let windows = 256usize.div_ceil(c);
     let part_len = n.div_ceil(parts);
+    let finite = if c >= AFFINE_MIN_WINDOW {
+        finite_flags(bases)
+    } else {
+        Vec::new()
+    };
     let sums: Vec<G::Curve> = (0..windows * parts)
         .into_par_iter()
         .map(|task| {
@@ -248,7 +258,14 @@ fn pippenger<G: CurveAffine>(
             let start = (p * part_len).min(n);
             let end = (start + part_len).min(n);
             if c >= AFFINE_MIN_WINDOW {
-                G::window_sum_affine(&bases[start..end], &scalars[start..end], w, c, stop)
+                G::window_sum_affine(
+                    &bases[start..end],
+                    &finite[start..end],
+                    &scalars[start..end],
+                    w,
+                    c,
+                    stop,
+                )
             } else {
                 window_sum(&bases[start..end], &scalars[start..end], w, c, stop)
             }
@@ -264,6 +281,15 @@ fn pippenger<G: CurveAffine>(
         }
     }
     Some(acc)
+}
+
+/// Whether each base is other than the identity, in parallel: told once per multiexp for the
+/// affine window sums, which otherwise asked blst's constant-time test once per base and window.
+pub(crate) fn finite_flags<G: CurveAffine>(bases: &[G]) -> Vec<bool> {
+    bases
+        .par_iter()
+        .map(|b| !bool::from(b.is_identity()))
+        .collect()
 }
 
 /// Terms a window sum adds between two looks at its `stop` flag. A task is one window over a
@@ -426,7 +452,8 @@ mod tests {
         let reprs = scalar_reprs(&scalars);
         type Sum = fn(&[G2Affine], &[ScalarRepr], Option<&AtomicBool>) -> Option<G2Projective>;
         let projective: Sum = |b, s, stop| window_sum(b, s, 3, 10, stop);
-        let affine: Sum = |b, s, stop| G2Affine::window_sum_affine(b, s, 3, 13, stop);
+        let affine: Sum =
+            |b, s, stop| G2Affine::window_sum_affine(b, &finite_flags(b), s, 3, 13, stop);
         for (name, sum) in [("projective", projective), ("affine", affine)] {
             // Set before the start, nothing is summed.
             assert!(sum(&bases, &reprs, Some(&AtomicBool::new(true))).is_none());
@@ -581,10 +608,11 @@ mod tests {
         scalars.extend((0..1000).map(|_| Scalar::random(&mut rng)));
         bases.extend((0..1000).map(|i| distinct[i % 50]));
         let reprs = scalar_reprs(&scalars);
+        let finite = finite_flags(&bases);
         for c in [3, 12, 13] {
             for w in 0..256usize.div_ceil(c) {
                 assert_eq!(
-                    G::window_sum_affine(&bases, &reprs, w, c, None),
+                    G::window_sum_affine(&bases, &finite, &reprs, w, c, None),
                     window_sum(&bases, &reprs, w, c, None),
                     "c = {c}, w = {w}"
                 );
