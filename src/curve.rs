@@ -38,7 +38,7 @@ pub trait CurveAffine: PrimeCurveAffine<Scalar = Scalar> + sealed::Sealed {
 
     /// One window's bucket sum of a multiexp, buckets accumulated in affine form
     /// (batched inversions, see `src/batch_affine.rs`); `finite[i]` says whether `bases[i]` is
-    /// other than the identity ([`crate::multiexp::finite_flags`]); `None` when `stop` was set
+    /// other than the identity (`multiexp::finite_flags`); `None` when `stop` was set
     /// before the end.
     fn window_sum_affine(
         bases: &[Self],
