@@ -50,8 +50,8 @@ pub trait CurveAffine: PrimeCurveAffine<Scalar = Scalar> + sealed::Sealed {
     ) -> Option<Self::Curve>;
 
     /// `out[i] = scalars[i] * P` in affine form from a fixed-base table of `P` (windows of width
-    /// `c`, see `src/fixed_base.rs`), accumulated in affine form with batched inversions; `out`
-    /// holds the identity on entry.
+    /// `c`, see `src/fixed_base.rs`; `P` not the identity, so no table point is), accumulated in
+    /// affine form with batched inversions; `out` holds the identity on entry.
     fn fixed_base_affine(table: &[Self], c: usize, scalars: &[ScalarRepr], out: &mut [Self]);
 
     /// The multiexp through a proof's GPU claim: chunks on its devices and the CPU (see
@@ -95,10 +95,6 @@ impl CurveAffine for G1Affine {
     }
 
     fn fixed_base_affine(table: &[Self], c: usize, scalars: &[ScalarRepr], out: &mut [Self]) {
-        // The identity's table holds only the identity, as do its products (`out` already).
-        if table.first().map_or(true, |p| bool::from(p.is_identity())) {
-            return;
-        }
         batch_affine::fixed_base_products(
             table,
             c,
@@ -161,10 +157,6 @@ impl CurveAffine for G2Affine {
     }
 
     fn fixed_base_affine(table: &[Self], c: usize, scalars: &[ScalarRepr], out: &mut [Self]) {
-        // The identity's table holds only the identity, as do its products (`out` already).
-        if table.first().map_or(true, |p| bool::from(p.is_identity())) {
-            return;
-        }
         batch_affine::fixed_base_products(
             table,
             c,

@@ -68,6 +68,14 @@ impl<G: CurveAffine> FixedBaseTable<G> {
     /// 2-core development machine, docs/BENCHMARKS.md, seventeenth session).
     pub(crate) fn mul_all(&self, scalars: &[Scalar]) -> Vec<G> {
         let mut out = vec![G::identity(); scalars.len()];
+        // The identity's table holds only the identity, as do its products (`out` already).
+        if self
+            .table
+            .first()
+            .map_or(true, |p| bool::from(p.is_identity()))
+        {
+            return out;
+        }
         out.par_chunks_mut(AFFINE_SLICE)
             .zip(scalars.par_chunks(AFFINE_SLICE))
             .for_each(|(out, scalars)| {
