@@ -109,6 +109,8 @@ fn a_multiexp_in_many_launches_equals_cpu_and_stops_between_them() {
     assert_eq!(k.multiexp_g1(&bases, &reprs).unwrap(), cpu);
     assert_eq!(k.take_segment_launches(), 1);
     k.limit_launch_entries(4096);
+    // Every request stops the call, however little of it is left.
+    k.set_finish_grace(std::time::Duration::ZERO);
     let probes = std::cell::Cell::new(0usize);
     let whole = k.multiexp_interruptible::<G1Affine>(&bases, &reprs, &|| {
         probes.set(probes.get() + 1);
@@ -203,6 +205,47 @@ fn a_multiexp_in_pieces_equals_cpu_and_keeps_its_finished_pieces_when_stopped() 
     let cpu = multiexp::<G2Affine>(&bases, &reprs).unwrap();
     let g2 = k.multiexp_in_pieces::<G2Affine>(&bases, &reprs, &[250, 600], &|| false);
     assert_eq!((g2.done, g2.sum), (2, cpu));
+}
+
+#[test]
+fn a_piece_nearly_done_when_a_request_comes_is_finished_not_thrown_away() {
+    let k = kernel();
+    let (bases, scalars) = inputs::<G1Projective>(3000, 61);
+    let reprs = scalar_reprs(&scalars);
+    let ends = [1500, 3000];
+    let first_piece = multiexp::<G1Affine>(&bases[..1500], &reprs[..1500]).unwrap();
+    k.limit_launch_entries(4096);
+    // A first call, uncontested, sets the pace of the launches and of a piece's last steps; the
+    // launches of the first piece alone are counted.
+    let alone =
+        k.multiexp_in_pieces::<G1Affine>(&bases[..1500], &reprs[..1500], &[1500], &|| false);
+    assert_eq!((alone.done, alone.sum), (1, first_piece));
+    let launches = k.take_segment_launches();
+    assert!(launches >= 4, "{launches} launches");
+    // A request that comes before the first piece's last launch: with no grace the piece is
+    // thrown away; with one, the piece is finished and kept, and the call stops before the next.
+    for (grace, kept) in [(0, 0), (3600, 1)] {
+        k.set_finish_grace(std::time::Duration::from_secs(grace));
+        let finished = k.pieces_finished_on_request();
+        k.take_segment_launches();
+        let part = k.multiexp_in_pieces::<G1Affine>(&bases, &reprs, &ends, &|| {
+            k.segment_launches() >= launches - 1
+        });
+        assert!(
+            matches!(part.stopped, Some(GpuError::Interrupted)),
+            "grace {grace} s: {:?}",
+            part.stopped
+        );
+        assert_eq!(part.done, kept, "grace {grace} s");
+        assert_eq!(k.pieces_finished_on_request() - finished, kept);
+        if kept == 1 {
+            assert_eq!(part.sum, first_piece);
+            assert_eq!(k.take_segment_launches(), launches);
+        }
+        assert_eq!(k.live_device_bytes(), 0);
+    }
+    k.set_finish_grace(std::time::Duration::from_millis(10));
+    k.limit_launch_entries(0);
 }
 
 #[test]

@@ -30,7 +30,7 @@ static MEMORY_LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
 #[derive(Debug)]
 enum Engine {
     OpenCl {
-        multiexp: MultiexpKernel,
+        multiexp: Box<MultiexpKernel>,
         fft: Option<FftKernel>,
     },
     Fake(FakeDevice),
@@ -297,7 +297,10 @@ pub fn devices() -> &'static [GpuDevice] {
                         devices.push(GpuDevice {
                             id: dev.id.clone(),
                             name: dev.name.clone(),
-                            engine: Engine::OpenCl { multiexp, fft },
+                            engine: Engine::OpenCl {
+                                multiexp: Box::new(multiexp),
+                                fft,
+                            },
                         });
                     }
                     Err(e) => log::warn!("gpu: {} unusable ({e})", dev.name),

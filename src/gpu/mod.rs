@@ -24,4 +24,6 @@ pub use device::{Device, Selection};
 pub use error::GpuError;
 pub use fft::{FftKernel, QuotientValue};
 pub use guard::{gpu_is_available, PriorityGuard};
-pub use multiexp::{multiexp_split, piece_ends, GpuCurve, MultiexpKernel, PieceSums, SplitPart};
+pub use multiexp::{
+    multiexp_split, piece_ends, GpuCurve, MultiexpKernel, PieceSums, SplitPart, FINISH_GRACE_ENV,
+};

@@ -20,11 +20,16 @@ use crate::multiexp::{CurveAffine, ScalarRepr};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::Group;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+mod finish;
 mod fold;
 mod pieces;
+pub use finish::FINISH_GRACE_ENV;
+use finish::{finish_grace, Pace, SumsClock};
 use fold::{fold_levels, long_bucket_capacity, FoldLevel, LongBucket, DIRECT_CROSSINGS};
 pub use pieces::{piece_ends, piece_ranges, PieceSums};
 
@@ -40,8 +45,9 @@ pub trait GpuCurve: CurveAffine {
     /// Bucket entries one launch of `msm_segments` sums: about 8 ms on the H200 (2^23 G1 entries
     /// took 4.3 ms and 2^21 G2 entries 3.7 ms there in the seventeenth session, at segments of 64
     /// and 32 entries; 15 ms each in the fifth). The launches of a call are waited for one by one,
-    /// probing, so a higher priority waits for at most one of them (or, near the end of a call,
-    /// for its folds and weighing, a few milliseconds). Longer launches allow longer segments
+    /// probing, so a higher priority waits for at most one of them (or, near the end of a piece,
+    /// for up to 10 ms of its last launches and its folds and weighing, which would be thrown
+    /// away otherwise). Longer launches allow longer segments
     /// (`LAUNCH_SEGMENTS` work-items a launch), and a segment of 64 G1 entries summed about 8%
     /// slower than one of 512, with more parts to fold.
     const LAUNCH_ENTRIES: usize;
@@ -249,6 +255,12 @@ pub struct MultiexpKernel {
     segment_launches: AtomicUsize,
     /// Pieces of calls summed so far (read by tests).
     pieces_summed: AtomicUsize,
+    /// Pieces finished after a request came ([`finish`]), so far.
+    pieces_finished_on_request: AtomicUsize,
+    /// How long a request waits at most for a piece to be finished, in microseconds (0: never).
+    finish_grace_us: AtomicU64,
+    /// Each group's last piece's pace, for the next piece's [`SumsClock`].
+    paces: Mutex<HashMap<&'static str, Pace>>,
     /// This kernel's device buffers.
     memory: DeviceMemory,
 }
@@ -265,6 +277,9 @@ impl MultiexpKernel {
             launch_entries: AtomicUsize::new(0),
             segment_launches: AtomicUsize::new(0),
             pieces_summed: AtomicUsize::new(0),
+            pieces_finished_on_request: AtomicUsize::new(0),
+            finish_grace_us: AtomicU64::new(finish_grace().as_micros() as u64),
+            paces: Mutex::new(HashMap::new()),
             memory: DeviceMemory::default(),
         };
         std::thread::scope(|scope| {
@@ -349,6 +364,29 @@ impl MultiexpKernel {
         self.pieces_summed.load(Ordering::Relaxed)
     }
 
+    /// Pieces finished after a request came, because little of them was left, since this kernel
+    /// was made (for tests).
+    #[doc(hidden)]
+    pub fn pieces_finished_on_request(&self) -> usize {
+        self.pieces_finished_on_request.load(Ordering::Relaxed)
+    }
+
+    /// Launches of the bucket sums since the last [`MultiexpKernel::take_segment_launches`],
+    /// leaving the count as it is (for tests that stop a call at a given launch).
+    #[doc(hidden)]
+    pub fn segment_launches(&self) -> usize {
+        self.segment_launches.load(Ordering::Relaxed)
+    }
+
+    /// How long a request may wait for a piece whose sums are under way to be finished rather
+    /// than thrown away (zero: never finished; the default is 10 ms): tests that count where a
+    /// call stops set zero, or an hour to see a piece finished.
+    #[doc(hidden)]
+    pub fn set_finish_grace(&self, grace: Duration) {
+        let us = u64::try_from(grace.as_micros()).unwrap_or(u64::MAX);
+        self.finish_grace_us.store(us, Ordering::Relaxed);
+    }
+
     fn program(&self, group: &str) -> Result<Arc<BuiltProgram>, GpuError> {
         build(&self.device, &source::multiexp_source(group), "")
     }
@@ -416,7 +454,9 @@ impl MultiexpKernel {
     /// the bucket sums; when it
     /// says yes, lets the kernels already enqueued finish, frees its buffers and returns
     /// [`GpuError::Interrupted`]. The last steps (folds and weighing, a few milliseconds) are not
-    /// interrupted: their call is nearly done, and its work would be lost.
+    /// interrupted: their call is nearly done, and its work would be lost. Nor, for the same
+    /// reason, is a piece whose sums are so far along that what is left of it is at most 10 ms
+    /// and less than what it has done (see `finish.rs`).
     pub fn multiexp_interruptible<G: GpuCurve>(
         &self,
         bases: &[G],
@@ -504,6 +544,7 @@ impl MultiexpKernel {
         interrupt: &dyn Fn() -> bool,
         bounded: bool,
     ) -> Result<G::Curve, GpuError> {
+        let started = Instant::now();
         let point_limbs = 3 * G::COORD_LIMBS;
         let plan = Plan::new(n);
         // The device sums the bucket counts in 32-bit words; this many entries could not wrap.
@@ -516,7 +557,6 @@ impl MultiexpKernel {
         let mut phases = PhaseTimer::start();
         let q = built.queue.clone();
         let memory = &self.memory;
-        let check = || interrupted(&q, interrupt);
         let kernel = |name: &str, items: usize| kernel_builder::<G>(built, name, items);
         phases.mark(&q, "program")?;
         // The sort needs only the scalars; the bases, three quarters of a G1 piece's bytes, are
@@ -553,10 +593,21 @@ impl MultiexpKernel {
         let parts_xyzz = TrackedBuffer::new(&q, 2 * segments * xyzz_limbs, None, memory)?;
         // In launches of about `LAUNCH_ENTRIES` entries, each waited for (probing) before the
         // next: a whole 2^20-term G2 call's sums are one long kernel a request would wait out.
+        // A request that comes when little of the piece is left lets it finish (`finish`).
         let per_launch = (sorted.launch_entries / segment).max(1);
+        let grace = Duration::from_micros(self.finish_grace_us.load(Ordering::Relaxed));
+        let pace = self.pace_of(G::NAME);
+        let clock = std::cell::RefCell::new(SumsClock::new(started, total, pace, grace));
+        let ask = || {
+            let finishing = clock.borrow().finishing();
+            !finishing && interrupt() && !clock.borrow_mut().finish()
+        };
         for first in (0..segments).step_by(per_launch) {
             let end = first.saturating_add(per_launch).min(segments);
-            check()?;
+            interrupted(&q, &ask)?;
+            clock
+                .borrow_mut()
+                .launched((end * segment).min(total) - first * segment);
             self.segment_launches.fetch_add(1, Ordering::Relaxed);
             let done = enqueue(
                 &kernel("msm_segments", end - first)
@@ -572,7 +623,19 @@ impl MultiexpKernel {
                     .arg(end as u32)
                     .build()?,
             )?;
-            settled(&q, wait_interruptible(&q, &done, interrupt))?;
+            settled(&q, wait_interruptible(&q, &done, &ask))?;
+            clock.borrow_mut().landed();
+        }
+        let mut clock = clock.into_inner();
+        clock.summed();
+        if clock.finishing() {
+            self.pieces_finished_on_request
+                .fetch_add(1, Ordering::Relaxed);
+            log::debug!(
+                "gpu: {} piece of {n} terms finished under a request ({:.2?} into it)",
+                G::NAME,
+                started.elapsed()
+            );
         }
         drop((bases_buf, entries));
         let bucket_sums = TrackedBuffer::new(&q, bucket_count * point_limbs, None, memory)?;
@@ -682,6 +745,7 @@ impl MultiexpKernel {
         }
         let acc = combine_windows::<G>(&out, &plan)?;
         phases.mark(&q, "host sum")?;
+        self.remember_pace(G::NAME, clock.pace());
         if let Some(steps) = phases.summary() {
             log::debug!(
                 "gpu: {} multiexp piece of {n} terms (c = {}, {total} entries, segments of \
@@ -691,6 +755,18 @@ impl MultiexpKernel {
             );
         }
         Ok(acc)
+    }
+
+    /// The last pace learned for `group`'s pieces on this kernel (none yet: nothing is finished
+    /// under a request).
+    fn pace_of(&self, group: &'static str) -> Pace {
+        let paces = self.paces.lock().unwrap_or_else(|p| p.into_inner());
+        paces.get(group).copied().unwrap_or_default()
+    }
+
+    fn remember_pace(&self, group: &'static str, pace: Pace) {
+        let mut paces = self.paces.lock().unwrap_or_else(|p| p.into_inner());
+        paces.insert(group, pace);
     }
 
     /// Steps 1 and 2 of a piece on `queue`, from its `n` scalars on the device: counts the terms
