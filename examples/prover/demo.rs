@@ -393,14 +393,16 @@ pub fn run(
     }
     println!(
         "{} low-priority proofs: {:.0} ms in all, {} preemptions, {} returns to the GPU, {} chunks \
-         kept from stopped calls, {:.0} ms of device work thrown away by them, {} CPU chunks \
-         given up to a device back; {low_deferred} quotients put off, {} of their steps on a GPU",
+         kept from stopped calls, {:.0} ms of device work thrown away by them, {} pieces \
+         finished on request, {} CPU chunks given up to a device back; {low_deferred} quotients \
+         put off, {} of their steps on a GPU",
         low_totals.len(),
         low_totals.iter().sum::<f64>(),
         sum("preemptions"),
         sum("returns_to_gpu"),
         sum("kept_chunks"),
         sum("device_work_lost_ms"),
+        sum("pieces_finished_on_request"),
         sum("cpu_chunks_given_up"),
         sum("quotient_steps_on_gpu"),
     );

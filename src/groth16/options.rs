@@ -191,6 +191,9 @@ pub struct ProofReport {
     /// (preempted, or failed) after their last finished piece, and quotient tries a higher
     /// priority interrupted after their last kept step, uploads included.
     pub device_work_lost: Duration,
+    /// Multiexp pieces finished on a device after a higher priority had asked for it, because
+    /// little of them was left: the request waited for them rather than have them thrown away.
+    pub pieces_finished_on_request: u64,
 }
 
 impl ProofReport {
@@ -218,7 +221,7 @@ impl ProofReport {
              \"cpu_chunks_without_retry\":{},\"wait_ms\":{},\
              \"handover_ms\":{},\"yield_ms\":{},\"live_device_bytes_at_release\":{},\
              \"peak_device_bytes\":{},\"gpu_failures\":{},\"out_of_memory\":{},\"kept_chunks\":{},\
-             \"cpu_chunks_given_up\":{},\"device_work_lost_ms\":{}}}",
+             \"cpu_chunks_given_up\":{},\"device_work_lost_ms\":{},\"pieces_finished_on_request\":{}}}",
             self.priority,
             ms(self.total),
             ms(self.synthesis),
@@ -242,7 +245,8 @@ impl ProofReport {
             self.out_of_memory,
             self.kept_chunks,
             self.cpu_chunks_given_up,
-            ms(self.device_work_lost)
+            ms(self.device_work_lost),
+            self.pieces_finished_on_request
         )
     }
 }
@@ -315,7 +319,7 @@ mod tests {
         assert!(
             j.ends_with(
                 "\"gpu_failures\":0,\"out_of_memory\":0,\"kept_chunks\":0,\"cpu_chunks_given_up\":0,\
-                 \"device_work_lost_ms\":0.000}"
+                 \"device_work_lost_ms\":0.000,\"pieces_finished_on_request\":0}"
             ),
             "{j}"
         );

@@ -543,7 +543,7 @@ impl MultiexpKernel {
         bases_in: &std::sync::mpsc::Receiver<Result<TrackedBuffer<'_>, GpuError>>,
         interrupt: &dyn Fn() -> bool,
         bounded: bool,
-    ) -> Result<G::Curve, GpuError> {
+    ) -> Result<(G::Curve, bool), GpuError> {
         let started = Instant::now();
         let point_limbs = 3 * G::COORD_LIMBS;
         let plan = Plan::new(n);
@@ -578,7 +578,7 @@ impl MultiexpKernel {
         let bases_buf = receive_interruptible(bases_in, interrupt)?;
         phases.mark(&q, "bases")?;
         let Some(sorted) = sorted else {
-            return Ok(G::Curve::identity());
+            return Ok((G::Curve::identity(), false));
         };
         let (entries, offsets_buf) = (sorted.entries, sorted.offsets_buf);
         let (total, segment) = (sorted.total, sorted.segment);
@@ -746,6 +746,7 @@ impl MultiexpKernel {
         let acc = combine_windows::<G>(&out, &plan)?;
         phases.mark(&q, "host sum")?;
         self.remember_pace(G::NAME, clock.pace());
+        let on_request = clock.finishing();
         if let Some(steps) = phases.summary() {
             log::debug!(
                 "gpu: {} multiexp piece of {n} terms (c = {}, {total} entries, segments of \
@@ -754,7 +755,7 @@ impl MultiexpKernel {
                 plan.c,
             );
         }
-        Ok(acc)
+        Ok((acc, on_request))
     }
 
     /// The last pace learned for `group`'s pieces on this kernel (none yet: nothing is finished

@@ -23,6 +23,9 @@ pub struct PieceSums<C> {
     /// When the last of the `done` pieces was finished (`None` while none is): a stopped call's
     /// device work after it was thrown away.
     pub finished_at: Option<Instant>,
+    /// Of the `done` pieces, those finished after a higher priority had asked for the device,
+    /// as little of them was left (see `finish.rs`).
+    pub finished_on_request: usize,
 }
 
 impl<C: Group> PieceSums<C> {
@@ -33,6 +36,7 @@ impl<C: Group> PieceSums<C> {
             done: 0,
             stopped: None,
             finished_at: None,
+            finished_on_request: 0,
         }
     }
 
@@ -128,9 +132,10 @@ impl MultiexpKernel {
                     bounded,
                 );
                 match piece {
-                    Ok(sum) => {
+                    Ok((sum, on_request)) => {
                         out.sum += sum;
                         out.done += 1;
+                        out.finished_on_request += usize::from(on_request);
                         out.finished_at = Some(Instant::now());
                         self.pieces_summed.fetch_add(1, Ordering::Relaxed);
                         let _ = credit.send(());

@@ -135,6 +135,7 @@ struct Stats {
     kept_chunks: u64,
     cpu_chunks_given_up: u64,
     device_work_lost: Duration,
+    pieces_finished_on_request: u64,
 }
 
 /// State the CPU side and the GPU workers both change.
@@ -781,6 +782,9 @@ impl ClaimInner {
             // The chunks of the pieces the device finished are in the sum, whatever stopped it
             // after them.
             let kept = result.done.min(run.len());
+            if result.finished_on_request > 0 {
+                self.shared().stats.pieces_finished_on_request += result.finished_on_request as u64;
+            }
             if kept > 0 {
                 *lock(sum) += result.sum;
                 *self
@@ -970,6 +974,7 @@ impl ClaimInner {
         report.kept_chunks = s.kept_chunks;
         report.cpu_chunks_given_up = s.cpu_chunks_given_up;
         report.device_work_lost = s.device_work_lost;
+        report.pieces_finished_on_request = s.pieces_finished_on_request;
     }
 }
 
