@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release --features gpu --example prover -- --demo [--fake] [--low K] [--high K] \
-//!     [--rounds N] [--alone] [--low-holds-ms MS]
+//!     [--rounds N] [--alone] [--alone-proofs N] [--low-holds-ms MS]
 //! cargo run --release --features gpu --example prover -- --circuit squares|sha256 \
 //!     --log2-constraints K --priority low|normal|high --proofs N [--json] [--after-go]
 //! ```
@@ -17,9 +17,9 @@
 //! timeline as an SVG chart (`demo-timeline.svg`, or `--svg FILE`). `--fake` (or a machine
 //! without an OpenCL GPU) runs the demo on a fake device of known speed. `--rounds N` runs N
 //! high-priority proofs and prints the hand-over latency's p50 and p99; `--alone` first has each
-//! service prove alone (three proofs, the median of the last two counted), and prints what the
-//! low-priority proofs lost, in all and after synthesis, against how long the high ones held the
-//! GPU. `--after-go` makes a prover ready itself (parameters read, GPUs readied) and then start
+//! service prove alone (three proofs, the median of the last two counted; `--alone-proofs N`
+//! counts N), and prints what the low-priority proofs lost, in all and after synthesis, against
+//! how long the high ones held the GPU. `--after-go` makes a prover ready itself (parameters read, GPUs readied) and then start
 //! each proof when a line arrives on stdin, as a service does with requests (with `--json` it
 //! first prints `{"ready":true}`).
 
@@ -50,7 +50,8 @@ struct Args {
     low: u32,
     high: u32,
     rounds: usize,
-    alone: bool,
+    /// Proofs each service makes alone, counted (0: none).
+    alone: usize,
     after_go: bool,
     low_holds_ms: u32,
     svg: PathBuf,
@@ -69,7 +70,7 @@ impl Default for Args {
             low: 18,
             high: 14,
             rounds: 1,
-            alone: false,
+            alone: 0,
             after_go: false,
             low_holds_ms: 300,
             svg: "demo-timeline.svg".into(),
@@ -106,7 +107,8 @@ fn parse() -> Result<Args, String> {
             "--high" => a.high = number(value()?)?,
             "--svg" => a.svg = value()?.into(),
             "--rounds" => a.rounds = number(value()?)? as usize,
-            "--alone" => a.alone = true,
+            "--alone" => a.alone = a.alone.max(2),
+            "--alone-proofs" => a.alone = number(value()?)?.max(1) as usize,
             "--after-go" => a.after_go = true,
             "--low-holds-ms" => a.low_holds_ms = number(value()?)?,
             "--help" | "-h" => return Err(String::new()),
@@ -288,7 +290,8 @@ fn main() {
             eprintln!(
                 "usage: prover [--circuit squares|sha256] [--log2-constraints K] \
                  [--priority low|normal|high] [--proofs N] [--json] [--after-go]\n       \
-                 prover --demo [--fake] [--low K] [--high K] [--rounds N] [--alone] [--low-holds-ms MS] [--svg FILE]"
+                 prover --demo [--fake] [--low K] [--high K] [--rounds N] [--alone] [--alone-proofs N] \
+                 [--low-holds-ms MS] [--svg FILE]"
             );
             std::process::exit(2);
         }

@@ -12,7 +12,8 @@
 # timeline charts go to target/preemption-LOW-HIGH.svg. PEER_SIZES lists the low sizes to run
 # the peer at (default 20: its scenario generates its parameters on every run, 80 s at 2^20);
 # ALONE_SIZES the low sizes whose provers are also timed alone (default: all of LOWS; the median
-# of two proofs after a first, in the same service processes as the rounds). LOW_HOLDS_MS: how
+# of ALONE_PROOFS proofs, default 2, after a first, in the same service processes as the rounds;
+# the loss is measured against that median, so more proofs give a steadier figure). LOW_HOLDS_MS: how
 # long the low prover holds the GPU before each high proof starts (default: 100 up to 2^20, whose
 # low proofs hold it about 200 ms after synthesis, and 300 above).
 set -euo pipefail
@@ -39,7 +40,7 @@ for low in $LOWS; do
     echo "## low 2^$low, high 2^$HIGH, $rounds rounds"
     alone=()
     for a in $ALONE_SIZES; do
-        if [ "$a" = "$low" ]; then alone=(--alone); fi
+        if [ "$a" = "$low" ]; then alone=(--alone-proofs "${ALONE_PROOFS:-2}"); fi
     done
     "$PROVER_BIN" --demo --low "$low" --high "$HIGH" --rounds "$rounds" "${alone[@]}" \
         --low-holds-ms "${LOW_HOLDS_MS:-$([ "$low" -le 20 ] && echo 100 || echo 300)}" \

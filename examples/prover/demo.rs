@@ -123,20 +123,17 @@ fn role(name: &'static str, k: u32, started: Duration, t0: Instant, stdout: &str
     }
 }
 
-/// Proofs each service makes alone before the rounds, after one more that is not counted (a
-/// process's first proof pays for first touches of its parameters and buffers).
-const ALONE_PROOFS: usize = 2;
-
 /// Runs the demo with a low prover of `2^low` and a high one of `2^high` constraints.
 /// With `rounds > 1`, high-priority proofs run one after another while the low service proves
-/// one proof after another, and the hand-over statistics are printed; with `measure_alone`, each
-/// service first proves alone. A high proof starts once the low one has held the GPU for
+/// one proof after another, and the hand-over statistics are printed; with `alone_proofs`, each
+/// service first proves alone that many times, after one more proof that is not counted (a
+/// process's first proof pays for first touches of its parameters and buffers). A high proof starts once the low one has held the GPU for
 /// `low_holds`.
 pub fn run(
     low: u32,
     high: u32,
     rounds: usize,
-    measure_alone: bool,
+    alone_proofs: usize,
     low_holds: Duration,
     fake: bool,
     svg: &Path,
@@ -165,7 +162,9 @@ pub fn run(
         dir.display()
     );
     let rounds = rounds.max(1);
-    let alone_proofs = if measure_alone { 1 + ALONE_PROOFS } else { 0 };
+    let measure_alone = alone_proofs > 0;
+    let counted_alone = alone_proofs;
+    let alone_proofs = if measure_alone { 1 + alone_proofs } else { 0 };
     let t0 = Instant::now();
     let mut high_service = Service::start(high, "high", rounds + alone_proofs)?;
     // The low service proves until its stdin closes.
@@ -420,7 +419,7 @@ pub fn run(
                     .iter()
                     .filter(move |(p, _)| *p == pid)
                     .skip(1)
-                    .take(ALONE_PROOFS)
+                    .take(counted_alone)
                     .map(move |(p, r)| (*p, Role { name, ..r.clone() }))
             })
             .collect();
@@ -446,7 +445,7 @@ pub fn run(
             .map(|t| t - low_alone_after)
             .sum();
         println!(
-            "alone (median of {ALONE_PROOFS} after a first): high-priority proof {high_alone:.0} \
+            "alone (median of {counted_alone} after a first): high-priority proof {high_alone:.0} \
              ms, low-priority proof {low_alone:.0} ms ({low_alone_after:.0} ms after synthesis)"
         );
         println!(
