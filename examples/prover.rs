@@ -18,7 +18,7 @@
 //! without an OpenCL GPU) runs the demo on a fake device of known speed. `--rounds N` runs N
 //! high-priority proofs and prints the hand-over latency's p50 and p99; `--alone` first has each
 //! service prove alone (three proofs, the median of the last two counted; `--alone-proofs N`
-//! counts N), and prints what the low-priority proofs lost, in all and after synthesis, against
+//! counts N; 0: none), and prints what the low-priority proofs lost, in all and after synthesis, against
 //! how long the high ones held the GPU. `--after-go` makes a prover ready itself (parameters read, GPUs readied) and then start
 //! each proof when a line arrives on stdin, as a service does with requests (with `--json` it
 //! first prints `{"ready":true}`).
@@ -108,7 +108,7 @@ fn parse() -> Result<Args, String> {
             "--svg" => a.svg = value()?.into(),
             "--rounds" => a.rounds = number(value()?)? as usize,
             "--alone" => a.alone = a.alone.max(2),
-            "--alone-proofs" => a.alone = number(value()?)?.max(1) as usize,
+            "--alone-proofs" => a.alone = number(value()?)? as usize,
             "--after-go" => a.after_go = true,
             "--low-holds-ms" => a.low_holds_ms = number(value()?)?,
             "--help" | "-h" => return Err(String::new()),

@@ -209,42 +209,56 @@ fn a_multiexp_in_pieces_equals_cpu_and_keeps_its_finished_pieces_when_stopped() 
 
 #[test]
 fn a_piece_nearly_done_when_a_request_comes_is_finished_not_thrown_away() {
+    use std::time::Duration;
     let k = kernel();
-    let (bases, scalars) = inputs::<G1Projective>(3000, 61);
+    let (bases, scalars) = inputs::<G1Projective>(6000, 61);
     let reprs = scalar_reprs(&scalars);
-    let ends = [1500, 3000];
-    let first_piece = multiexp::<G1Affine>(&bases[..1500], &reprs[..1500]).unwrap();
-    k.limit_launch_entries(4096);
-    // A first call, uncontested, sets the pace of the launches and of a piece's last steps; the
-    // launches of the first piece alone are counted.
-    let alone =
-        k.multiexp_in_pieces::<G1Affine>(&bases[..1500], &reprs[..1500], &[1500], &|| false);
-    assert_eq!((alone.done, alone.sum), (1, first_piece));
-    let launches = k.take_segment_launches();
-    assert!(launches >= 4, "{launches} launches");
-    // A request that comes before the first piece's last launch: with no grace the piece is
-    // thrown away; with one, the piece is finished and kept, and the call stops before the next.
-    for (grace, kept) in [(0, 0), (3600, 1)] {
-        k.set_finish_grace(std::time::Duration::from_secs(grace));
+    let ends = [3000, 6000];
+    let first_piece = multiexp::<G1Affine>(&bases[..3000], &reprs[..3000]).unwrap();
+    // Many launches a piece, so that the last ones are a small part of it.
+    k.limit_launch_entries(2048);
+    // Uncontested calls set the pace of the launches and of a piece's last steps (twice: a
+    // first use may compile kernels in those steps); the launches of the first piece alone are
+    // counted.
+    for _ in 0..2 {
+        let alone =
+            k.multiexp_in_pieces::<G1Affine>(&bases[..3000], &reprs[..3000], &[3000], &|| false);
+        assert_eq!((alone.done, alone.sum), (1, first_piece));
+    }
+    let launches = k.take_segment_launches() / 2;
+    assert!(launches >= 16, "{launches} launches");
+    // (grace, the launch during which the request comes, pieces kept): with no grace the piece
+    // is thrown away; with one, a request near the end lets the piece finish, kept, and the
+    // call stops before the next; a request early in the piece, when more is left than was
+    // done, stops it however long the grace.
+    let hour = Duration::from_secs(3600);
+    for (grace, asked_at, kept) in [
+        (Duration::ZERO, launches - 1, 0),
+        (hour, launches - 1, 1),
+        (hour, 1, 0),
+    ] {
+        k.set_finish_grace(grace);
         let finished = k.pieces_finished_on_request();
         k.take_segment_launches();
         let part = k.multiexp_in_pieces::<G1Affine>(&bases, &reprs, &ends, &|| {
-            k.segment_launches() >= launches - 1
+            k.segment_launches() >= asked_at
         });
+        let case = format!("grace {grace:?}, asked at launch {asked_at} of {launches}");
         assert!(
             matches!(part.stopped, Some(GpuError::Interrupted)),
-            "grace {grace} s: {:?}",
+            "{case}: {:?}",
             part.stopped
         );
-        assert_eq!(part.done, kept, "grace {grace} s");
-        assert_eq!(k.pieces_finished_on_request() - finished, kept);
+        assert_eq!(part.done, kept, "{case}");
+        assert_eq!(part.finished_on_request, kept, "{case}");
+        assert_eq!(k.pieces_finished_on_request() - finished, kept, "{case}");
         if kept == 1 {
             assert_eq!(part.sum, first_piece);
             assert_eq!(k.take_segment_launches(), launches);
         }
-        assert_eq!(k.live_device_bytes(), 0);
+        assert_eq!(k.live_device_bytes(), 0, "{case}");
     }
-    k.set_finish_grace(std::time::Duration::from_millis(10));
+    k.set_finish_grace(Duration::from_millis(10));
     k.limit_launch_entries(0);
 }
 

@@ -6,16 +6,20 @@
 //! preemption on average at 2^20 constraints on the H200, 50 ms at 2^24 (seventeenth session).
 //! When little of the piece is left, finishing it costs the requester those few milliseconds
 //! more of hand-over and saves the holder more than that. The rule ([`worth_finishing`]): finish
-//! when what is left (the rest of the sums at the pace of the launches measured, then the folds,
-//! the weighing and the host's sum, as long as they took in the group's last piece) is at most
-//! the grace ([`FINISH_GRACE`] unless [`FINISH_GRACE_ENV`] says otherwise) and at most the work it
-//! saves; otherwise stop at once,
-//! as before. Nothing is finished until a pace and a tail have been measured on this kernel.
+//! when what is left (the rest of the sums at the pace of the piece's launches so far, then the
+//! folds, the weighing and the host's sum, as long as they took in the last bounded piece of the
+//! same group and window width on this kernel) is at most the grace ([`FINISH_GRACE`] unless
+//! [`FINISH_GRACE_ENV`] says otherwise) and at most the work it saves; otherwise stop at once,
+//! as before. Nothing is finished until a pace and a tail have been measured. The estimate is
+//! not a bound: a piece not done by the estimate and the grace again is stopped at the next
+//! probe. While a piece is being finished the holder does not probe, so the longest gap
+//! between probes a release logs includes it.
 
 use std::time::{Duration, Instant};
 
-/// The most a request waits for a piece to be finished, on top of the launch in progress it
-/// waits for anyway: with launches of about 8 ms, the hand-over stays well inside its 50 ms goal.
+/// The most time left in a piece for a request to let it finish (by the estimate, which counts
+/// the rest of the launch in progress): with launches of about 8 ms, the hand-over stays well
+/// inside its 50 ms goal. A piece not done by the estimate and this much again is stopped.
 pub(super) const FINISH_GRACE: Duration = Duration::from_millis(10);
 
 /// Replaces the default grace (10 ms), in milliseconds (0: a request always stops the piece at once), for
@@ -42,10 +46,11 @@ pub(super) fn worth_finishing(done: Duration, left: Duration, grace: Duration) -
     !grace.is_zero() && left <= grace && left <= done
 }
 
-/// How fast one group's pieces went on this kernel, learned from its last piece.
+/// How fast pieces of one group and window width went on this kernel, learned from the last
+/// one (a piece's folds and weighing grow with its buckets, so widths are not mixed).
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Pace {
-    /// Seconds a bucket entry of the sums took, in the last launch measured.
+    /// Seconds a bucket entry of the sums took, over all the piece's launches.
     per_entry: Option<f64>,
     /// From the end of a piece's sums to its result on the host.
     tail: Option<Duration>,
@@ -56,43 +61,56 @@ pub(super) struct Pace {
 pub(super) struct SumsClock {
     started: Instant,
     pace: Pace,
+    /// Entries in launches that have landed, and the time from the first launch's start to the
+    /// last landing: the piece's own pace, once it has one.
+    landed: (usize, Duration),
     /// Entries not in a launch that has landed.
     left: usize,
+    /// The first launch's start.
+    sums_started: Option<Instant>,
     /// The launch in progress: when it was enqueued, and its entries.
     launch: Option<(Instant, usize)>,
     /// When the sums ended.
     summed: Option<Instant>,
     grace: Duration,
-    finishing: bool,
+    /// Set when a request let the piece finish: until when the request waits for it (the
+    /// estimate of what was left, and the grace again, in case the estimate was short). Past
+    /// it, the next probe stops the piece as if nothing had been decided.
+    finish_by: Option<Instant>,
 }
 
 impl SumsClock {
     /// The clock of a piece that began at `started`, whose sums are `entries` bucket entries,
-    /// at the group's last `pace`.
+    /// at the last `pace` of pieces like it.
     pub(super) fn new(started: Instant, entries: usize, pace: Pace, grace: Duration) -> Self {
         SumsClock {
             started,
             pace,
+            landed: (0, Duration::ZERO),
             left: entries,
+            sums_started: None,
             launch: None,
             summed: None,
             grace,
-            finishing: false,
+            finish_by: None,
         }
     }
 
     /// A launch of `entries` was enqueued now.
     pub(super) fn launched(&mut self, entries: usize) {
-        self.launch = Some((Instant::now(), entries));
+        let now = Instant::now();
+        self.sums_started.get_or_insert(now);
+        self.launch = Some((now, entries));
     }
 
-    /// The launch in progress has landed: its time sets the pace.
+    /// The launch in progress has landed: the piece's launches so far set the pace.
     pub(super) fn landed(&mut self) {
-        if let Some((at, entries)) = self.launch.take() {
-            if entries > 0 {
-                self.pace.per_entry = Some(at.elapsed().as_secs_f64() / entries as f64);
-            }
+        if let (Some((_, entries)), Some(first)) = (self.launch.take(), self.sums_started) {
+            self.landed = (self.landed.0 + entries, first.elapsed());
             self.left = self.left.saturating_sub(entries);
+            if self.landed.0 > 0 {
+                self.pace.per_entry = Some(self.landed.1.as_secs_f64() / self.landed.0 as f64);
+            }
         }
     }
 
@@ -101,28 +119,49 @@ impl SumsClock {
         self.summed = Some(Instant::now());
     }
 
-    /// Whether a request seen now lets the piece finish; once yes, yes until the piece is done.
+    /// Whether a request seen now lets the piece finish: decided at the first request, and
+    /// yes until the time allowed for it has passed.
     pub(super) fn finish(&mut self) -> bool {
-        if !self.finishing {
-            if let Some(left) = self.left() {
-                self.finishing = worth_finishing(self.started.elapsed(), left, self.grace);
+        let now = Instant::now();
+        match self.finish_by {
+            Some(by) => now < by,
+            None => {
+                let Some(left) = self.left() else {
+                    return false;
+                };
+                if worth_finishing(self.started.elapsed(), left, self.grace) {
+                    // Decided once: a later request after the deadline stops the piece.
+                    self.finish_by = Some(now + left + self.grace);
+                    true
+                } else {
+                    false
+                }
             }
         }
-        self.finishing
     }
 
-    /// Whether the piece is being finished under a request.
+    /// Whether a request let the piece finish and the time allowed for it has not passed
+    /// (probes are skipped meanwhile).
     pub(super) fn finishing(&self) -> bool {
-        self.finishing
+        self.finish_by.is_some_and(|by| Instant::now() < by)
     }
 
-    /// The piece's time still to run, once a pace and a tail are known.
+    /// Whether a request let the piece finish (for the count of such pieces).
+    pub(super) fn finished_on_request(&self) -> bool {
+        self.finish_by.is_some()
+    }
+
+    /// The piece's time still to run, once a pace and a tail are known: the rest of the launch
+    /// in progress, the launches after it, and the tail.
     fn left(&self) -> Option<Duration> {
         let per_entry = self.pace.per_entry?;
         let tail = self.pace.tail?;
-        let in_launch = self.launch.map_or(Duration::ZERO, |(at, _)| at.elapsed());
-        let sums = Duration::from_secs_f64(per_entry * self.left as f64);
-        Some(sums.saturating_sub(in_launch) + tail)
+        let time = |entries: usize| Duration::from_secs_f64(per_entry * entries as f64);
+        let (current, in_launch) = self
+            .launch
+            .map_or((0, Duration::ZERO), |(at, entries)| (entries, at.elapsed()));
+        let after = self.left.saturating_sub(current);
+        Some(time(current).saturating_sub(in_launch) + time(after) + tail)
     }
 
     /// The pace to remember once the piece's result is on the host.
@@ -138,6 +177,11 @@ impl SumsClock {
 mod tests {
     use super::*;
 
+    fn a_second_ago() -> Instant {
+        let now = Instant::now();
+        now.checked_sub(Duration::from_secs(1)).unwrap_or(now)
+    }
+
     #[test]
     fn a_piece_is_finished_only_when_little_is_left_and_less_than_was_done() {
         let ms = Duration::from_millis;
@@ -152,9 +196,9 @@ mod tests {
 
     #[test]
     fn nothing_is_finished_before_a_pace_and_a_tail_are_known() {
-        let long_ago = Instant::now() - Duration::from_secs(1);
+        let started = a_second_ago();
         let hour = Duration::from_secs(3600);
-        let mut clock = SumsClock::new(long_ago, 100, Pace::default(), hour);
+        let mut clock = SumsClock::new(started, 100, Pace::default(), hour);
         assert!(!clock.finish());
         // A landed launch gives the pace, but the tail is still unknown.
         clock.launched(50);
@@ -164,12 +208,26 @@ mod tests {
             per_entry: Some(1e-6),
             tail: Some(Duration::from_millis(1)),
         };
-        let mut clock = SumsClock::new(long_ago, 100, pace, hour);
+        let mut clock = SumsClock::new(started, 100, pace, hour);
         assert!(clock.finish());
-        // Once yes, yes.
-        assert!(clock.finishing());
-        let mut clock = SumsClock::new(long_ago, 100, pace, Duration::ZERO);
-        assert!(!clock.finish());
+        assert!(clock.finishing() && clock.finished_on_request());
+        let mut clock = SumsClock::new(started, 100, pace, Duration::ZERO);
+        assert!(!clock.finish() && !clock.finishing() && !clock.finished_on_request());
+    }
+
+    #[test]
+    fn a_piece_finished_on_request_is_stopped_once_its_time_has_passed() {
+        let pace = Pace {
+            per_entry: Some(1e-6),
+            tail: Some(Duration::ZERO),
+        };
+        // 1000 entries at a microsecond: 1 ms left, and a grace of 1 ms.
+        let mut clock = SumsClock::new(a_second_ago(), 1000, pace, Duration::from_millis(1));
+        assert!(clock.finish());
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(!clock.finishing() && !clock.finish());
+        // Still counted as decided: if the piece gets done anyway, the request let it.
+        assert!(clock.finished_on_request());
     }
 
     #[test]
@@ -187,7 +245,16 @@ mod tests {
         // Six entries at the new pace (at least a millisecond for four), then the tail.
         assert!(clock.left().unwrap() >= Duration::from_micros(3500));
         assert_eq!(clock.left, 6);
+        // A launch that has run past its own time takes nothing off the launches after it.
+        let slow = Pace {
+            per_entry: Some(1e-4),
+            tail: Some(Duration::ZERO),
+        };
+        let mut clock = SumsClock::new(Instant::now(), 20, slow, FINISH_GRACE);
+        clock.launched(10);
+        std::thread::sleep(Duration::from_millis(3));
+        assert!(clock.left().unwrap() >= Duration::from_millis(1));
         clock.summed();
-        assert!(clock.pace().tail.unwrap() < Duration::from_millis(2));
+        assert!(clock.pace().tail.unwrap() < Duration::from_secs(1));
     }
 }

@@ -46,8 +46,8 @@ pub trait GpuCurve: CurveAffine {
     /// took 4.3 ms and 2^21 G2 entries 3.7 ms there in the seventeenth session, at segments of 64
     /// and 32 entries; 15 ms each in the fifth). The launches of a call are waited for one by one,
     /// probing, so a higher priority waits for at most one of them (or, near the end of a piece,
-    /// for up to 10 ms of its last launches and its folds and weighing, which would be thrown
-    /// away otherwise). Longer launches allow longer segments
+    /// for what is left of it by an estimate, up to a grace of 10 ms by default, which would be
+    /// thrown away otherwise). Longer launches allow longer segments
     /// (`LAUNCH_SEGMENTS` work-items a launch), and a segment of 64 G1 entries summed about 8%
     /// slower than one of 512, with more parts to fold.
     const LAUNCH_ENTRIES: usize;
@@ -259,8 +259,9 @@ pub struct MultiexpKernel {
     pieces_finished_on_request: AtomicUsize,
     /// How long a request waits at most for a piece to be finished, in microseconds (0: never).
     finish_grace_us: AtomicU64,
-    /// Each group's last piece's pace, for the next piece's [`SumsClock`].
-    paces: Mutex<HashMap<&'static str, Pace>>,
+    /// The last bounded piece's pace for each group and window width, for the next piece's
+    /// [`SumsClock`].
+    paces: Mutex<HashMap<(&'static str, usize), Pace>>,
     /// This kernel's device buffers.
     memory: DeviceMemory,
 }
@@ -455,8 +456,8 @@ impl MultiexpKernel {
     /// says yes, lets the kernels already enqueued finish, frees its buffers and returns
     /// [`GpuError::Interrupted`]. The last steps (folds and weighing, a few milliseconds) are not
     /// interrupted: their call is nearly done, and its work would be lost. Nor, for the same
-    /// reason, is a piece whose sums are so far along that what is left of it is at most 10 ms
-    /// and less than what it has done (see `finish.rs`).
+    /// reason, is a piece whose sums are so far along that what is left of it is, by an estimate,
+    /// at most the grace (10 ms by default) and less than what it has done (see `finish.rs`).
     pub fn multiexp_interruptible<G: GpuCurve>(
         &self,
         bases: &[G],
@@ -596,7 +597,7 @@ impl MultiexpKernel {
         // A request that comes when little of the piece is left lets it finish (`finish`).
         let per_launch = (sorted.launch_entries / segment).max(1);
         let grace = Duration::from_micros(self.finish_grace_us.load(Ordering::Relaxed));
-        let pace = self.pace_of(G::NAME);
+        let pace = self.pace_of(G::NAME, plan.c);
         let clock = std::cell::RefCell::new(SumsClock::new(started, total, pace, grace));
         let ask = || {
             let finishing = clock.borrow().finishing();
@@ -628,15 +629,6 @@ impl MultiexpKernel {
         }
         let mut clock = clock.into_inner();
         clock.summed();
-        if clock.finishing() {
-            self.pieces_finished_on_request
-                .fetch_add(1, Ordering::Relaxed);
-            log::debug!(
-                "gpu: {} piece of {n} terms finished under a request ({:.2?} into it)",
-                G::NAME,
-                started.elapsed()
-            );
-        }
         drop((bases_buf, entries));
         let bucket_sums = TrackedBuffer::new(&q, bucket_count * point_limbs, None, memory)?;
         let parts = TrackedBuffer::new(&q, 2 * segments * point_limbs, None, memory)?;
@@ -745,8 +737,20 @@ impl MultiexpKernel {
         }
         let acc = combine_windows::<G>(&out, &plan)?;
         phases.mark(&q, "host sum")?;
-        self.remember_pace(G::NAME, clock.pace());
-        let on_request = clock.finishing();
+        if bounded {
+            // Unbounded calls sum in one long launch, a little faster per entry.
+            self.remember_pace(G::NAME, plan.c, clock.pace());
+        }
+        let on_request = clock.finished_on_request();
+        if on_request {
+            self.pieces_finished_on_request
+                .fetch_add(1, Ordering::Relaxed);
+            log::debug!(
+                "gpu: {} piece of {n} terms finished under a request ({:.2?} into it)",
+                G::NAME,
+                started.elapsed()
+            );
+        }
         if let Some(steps) = phases.summary() {
             log::debug!(
                 "gpu: {} multiexp piece of {n} terms (c = {}, {total} entries, segments of \
@@ -758,16 +762,16 @@ impl MultiexpKernel {
         Ok((acc, on_request))
     }
 
-    /// The last pace learned for `group`'s pieces on this kernel (none yet: nothing is finished
-    /// under a request).
-    fn pace_of(&self, group: &'static str) -> Pace {
+    /// The last pace learned for `group`'s pieces of window width `c` on this kernel (none yet:
+    /// nothing is finished under a request).
+    fn pace_of(&self, group: &'static str, c: usize) -> Pace {
         let paces = self.paces.lock().unwrap_or_else(|p| p.into_inner());
-        paces.get(group).copied().unwrap_or_default()
+        paces.get(&(group, c)).copied().unwrap_or_default()
     }
 
-    fn remember_pace(&self, group: &'static str, pace: Pace) {
+    fn remember_pace(&self, group: &'static str, c: usize, pace: Pace) {
         let mut paces = self.paces.lock().unwrap_or_else(|p| p.into_inner());
-        paces.insert(group, pace);
+        paces.insert((group, c), pace);
     }
 
     /// Steps 1 and 2 of a piece on `queue`, from its `n` scalars on the device: counts the terms

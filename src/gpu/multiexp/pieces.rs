@@ -23,8 +23,8 @@ pub struct PieceSums<C> {
     /// When the last of the `done` pieces was finished (`None` while none is): a stopped call's
     /// device work after it was thrown away.
     pub finished_at: Option<Instant>,
-    /// Of the `done` pieces, those finished after a higher priority had asked for the device,
-    /// as little of them was left (see `finish.rs`).
+    /// Pieces finished after a higher priority had asked for the device, as little of them was
+    /// left (see `finish.rs`); pieces, also where `done` counts chunks.
     pub finished_on_request: usize,
 }
 
@@ -138,7 +138,11 @@ impl MultiexpKernel {
                         out.finished_on_request += usize::from(on_request);
                         out.finished_at = Some(Instant::now());
                         self.pieces_summed.fetch_add(1, Ordering::Relaxed);
-                        let _ = credit.send(());
+                        // After a piece finished on request the call stops at the next one:
+                        // the one after it is not begun.
+                        if !on_request {
+                            let _ = credit.send(());
+                        }
                     }
                     Err(e) => {
                         out.stopped = Some(e);
