@@ -6,7 +6,7 @@
 
 use super::buffer::DeviceMemory;
 use super::error::GpuError;
-use super::multiexp::{piece_ranges, PieceSums};
+use super::multiexp::{finish_grace, piece_ranges, worth_finishing, PieceSums};
 use crate::domain::{to_coset, QuotientInput, QuotientSteps};
 use crate::multicore::Pool;
 use crate::multiexp::{multiexp_serial, CurveAffine, ScalarRepr};
@@ -79,6 +79,9 @@ pub struct FakeDevice {
     pub id: String,
     ns_per_term: u64,
     memory: DeviceMemory,
+    /// How long a request may wait for a multiexp piece nearly done, as on a real device
+    /// (`multiexp/finish.rs`).
+    grace: Duration,
 }
 
 /// The fake devices `PREEMPTIBLE_GROTH16_FAKE_GPUS` asks for (none if it is unset or malformed).
@@ -100,6 +103,7 @@ pub fn from_env() -> Vec<FakeDevice> {
             id: format!("fake-{i}"),
             ns_per_term,
             memory: DeviceMemory::default(),
+            grace: finish_grace(),
         })
         .collect()
 }
@@ -123,15 +127,36 @@ impl FakeDevice {
     /// Holds `bytes` of pretend device memory for `n` terms' worth of time, checking `interrupt`
     /// every millisecond.
     fn occupy(&self, n: usize, bytes: u64, interrupt: &dyn Fn() -> bool) -> Result<(), GpuError> {
+        self.occupy_finishing(n, bytes, interrupt, Duration::ZERO)
+            .map(|_| ())
+    }
+
+    /// [`FakeDevice::occupy`] that, as a real multiexp piece does, lets a request wait for the
+    /// rest when little is left and less than was done (`grace`, `multiexp/finish.rs`); says
+    /// whether it did.
+    fn occupy_finishing(
+        &self,
+        n: usize,
+        bytes: u64,
+        interrupt: &dyn Fn() -> bool,
+        grace: Duration,
+    ) -> Result<bool, GpuError> {
         self.memory.add(bytes);
-        let end = Instant::now() + Duration::from_nanos(self.ns_per_term * n as u64);
+        let start = Instant::now();
+        let end = start + Duration::from_nanos(self.ns_per_term * n as u64);
+        let mut finishing = false;
         let result = loop {
-            if interrupt() {
-                break Err(GpuError::Interrupted);
+            if !finishing && interrupt() {
+                let now = Instant::now();
+                if worth_finishing(now - start, end.saturating_duration_since(now), grace) {
+                    finishing = true;
+                } else {
+                    break Err(GpuError::Interrupted);
+                }
             }
             let now = Instant::now();
             if now >= end {
-                break Ok(());
+                break Ok(finishing);
             }
             std::thread::sleep((end - now).min(Duration::from_millis(1)));
         };
@@ -147,7 +172,29 @@ impl FakeDevice {
         scalars: &[ScalarRepr],
         interrupt: &dyn Fn() -> bool,
     ) -> Result<G::Curve, GpuError> {
-        self.occupy(bases.len(), Self::multiexp_bytes(bases.len()), interrupt)?;
+        self.multiexp_piece(bases, scalars, interrupt, Duration::ZERO)
+            .map(|(sum, _)| sum)
+    }
+
+    /// [`FakeDevice::multiexp`] as a piece of a call: a request that comes when little of the
+    /// pretend time is left, and less than has passed, lets it finish (`grace`); says whether
+    /// one did.
+    fn multiexp_piece<G: CurveAffine>(
+        &self,
+        bases: &[G],
+        scalars: &[ScalarRepr],
+        interrupt: &dyn Fn() -> bool,
+        grace: Duration,
+    ) -> Result<(G::Curve, bool), GpuError> {
+        let on_request = self.occupy_finishing(
+            bases.len(),
+            Self::multiexp_bytes(bases.len()),
+            interrupt,
+            grace,
+        )?;
+        // A piece finished on request computes its result without asking again.
+        let never = || false;
+        let interrupt: &dyn Fn() -> bool = if on_request { &never } else { interrupt };
         // The result, in pieces on a pool of the fake devices' own (the crate's pool may be busy
         // with the CPU's share, and a device does not queue behind it), each batch of pieces
         // checking for interruption first: small pieces, so that a request is seen within a few
@@ -173,12 +220,13 @@ impl FakeDevice {
                     })
             })?;
         }
-        Ok(sum)
+        Ok((sum, on_request))
     }
 
     /// [`FakeDevice::multiexp`] over consecutive pieces ending at `ends`, one after another, as
     /// the OpenCL kernel's [`super::multiexp::MultiexpKernel::multiexp_in_pieces`]: a call
-    /// stopped early keeps the pieces it finished.
+    /// stopped early keeps the pieces it finished, and a piece nearly done when a request comes
+    /// is finished first.
     pub fn multiexp_in_pieces<G: CurveAffine>(
         &self,
         bases: &[G],
@@ -195,11 +243,12 @@ impl FakeDevice {
                 )));
                 return out;
             };
-            match self.multiexp(b, s, interrupt) {
-                Ok(sum) => {
+            match self.multiexp_piece(b, s, interrupt, self.grace) {
+                Ok((sum, on_request)) => {
                     out.sum += sum;
                     out.done += 1;
                     out.finished_at = Some(Instant::now());
+                    out.finished_on_request += usize::from(on_request);
                 }
                 Err(e) => {
                     out.stopped = Some(e);
@@ -252,5 +301,59 @@ impl FakeDevice {
         }
         self.occupy(quarter, 96 * n as u64, interrupt)?;
         steps.clone().finish_on_cpu().map_err(invalid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::multiexp::{multiexp, scalar_reprs};
+    use blstrs::G1Affine;
+    use group::Curve;
+
+    /// A fake device of 1 ms a term and the given grace.
+    fn device(grace: Duration) -> FakeDevice {
+        FakeDevice {
+            id: "fake-test".into(),
+            ns_per_term: 1_000_000,
+            memory: DeviceMemory::default(),
+            grace,
+        }
+    }
+
+    #[test]
+    fn a_piece_nearly_done_when_a_request_comes_is_finished_as_on_a_real_device() {
+        let bases: Vec<G1Affine> = (1..=200u64)
+            .map(|i| (blstrs::G1Projective::generator() * Scalar::from(i)).to_affine())
+            .collect();
+        let scalars = scalar_reprs(&(0..200u64).map(Scalar::from).collect::<Vec<_>>());
+        let first = multiexp(&bases[..100], &scalars[..100]).unwrap();
+        // Two pieces of 100 ms each; the request comes 80 ms into the first (20 ms left).
+        for (grace, kept) in [(Duration::ZERO, 0), (Duration::from_millis(30), 1)] {
+            let fake = device(grace);
+            let start = Instant::now();
+            let asked = || start.elapsed() >= Duration::from_millis(80);
+            let part = fake.multiexp_in_pieces(&bases, &scalars, &[100, 200], &asked);
+            assert!(
+                matches!(part.stopped, Some(GpuError::Interrupted)),
+                "{grace:?}"
+            );
+            assert_eq!(
+                (part.done, part.finished_on_request),
+                (kept, kept),
+                "{grace:?}"
+            );
+            if kept == 1 {
+                assert_eq!(part.sum, first);
+                assert!(start.elapsed() >= Duration::from_millis(100));
+            }
+            assert_eq!(fake.live_device_bytes(), 0);
+        }
+        // A request 20 ms in (80 ms left) stops the piece whatever the grace.
+        let fake = device(Duration::from_secs(3600));
+        let start = Instant::now();
+        let asked = || start.elapsed() >= Duration::from_millis(20);
+        let part = fake.multiexp_in_pieces(&bases, &scalars, &[100, 200], &asked);
+        assert_eq!((part.done, part.finished_on_request), (0, 0));
     }
 }

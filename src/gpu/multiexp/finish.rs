@@ -27,7 +27,7 @@ pub(super) const FINISH_GRACE: Duration = Duration::from_millis(10);
 pub const FINISH_GRACE_ENV: &str = "PREEMPTIBLE_GROTH16_FINISH_GRACE_MS";
 
 /// The grace [`FINISH_GRACE_ENV`] asks for, else the default (logged when malformed).
-pub(super) fn finish_grace() -> Duration {
+pub(crate) fn finish_grace() -> Duration {
     match std::env::var(FINISH_GRACE_ENV) {
         Err(_) => FINISH_GRACE,
         Ok(ms) => match ms.trim().parse::<u64>() {
@@ -42,7 +42,7 @@ pub(super) fn finish_grace() -> Duration {
 
 /// Whether a piece with `left` still to run, after `done` of device work that stopping would
 /// throw away, is finished before the device is handed on (with a `grace` of zero, never).
-pub(super) fn worth_finishing(done: Duration, left: Duration, grace: Duration) -> bool {
+pub(crate) fn worth_finishing(done: Duration, left: Duration, grace: Duration) -> bool {
     !grace.is_zero() && left <= grace && left <= done
 }
 

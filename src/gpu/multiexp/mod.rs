@@ -29,7 +29,8 @@ mod finish;
 mod fold;
 mod pieces;
 pub use finish::FINISH_GRACE_ENV;
-use finish::{finish_grace, Pace, SumsClock};
+pub(crate) use finish::{finish_grace, worth_finishing};
+use finish::{Pace, SumsClock};
 use fold::{fold_levels, long_bucket_capacity, FoldLevel, LongBucket, DIRECT_CROSSINGS};
 pub use pieces::{piece_ends, piece_ranges, PieceSums};
 
