@@ -138,11 +138,11 @@ impl MultiexpKernel {
                         out.finished_on_request += usize::from(on_request);
                         out.finished_at = Some(Instant::now());
                         self.pieces_summed.fetch_add(1, Ordering::Relaxed);
-                        // After a piece finished on request the call stops at the next one:
-                        // the one after it is not begun.
-                        if !on_request {
-                            let _ = credit.send(());
-                        }
+                        // Even after a piece finished on request: the call usually stops at
+                        // the next piece, but not if the request went away meanwhile (its
+                        // prover was killed), and a missing credit would then leave a piece
+                        // waiting for inputs that never come.
+                        let _ = credit.send(());
                     }
                     Err(e) => {
                         out.stopped = Some(e);
