@@ -258,6 +258,17 @@ fn a_piece_nearly_done_when_a_request_comes_is_finished_not_thrown_away() {
         }
         assert_eq!(k.live_device_bytes(), 0, "{case}");
     }
+    // A request withdrawn after it let a piece finish (its prover was killed, say): the call
+    // goes on and does every piece, the later ones' inputs uploaded as usual.
+    k.set_finish_grace(hour);
+    k.take_segment_launches();
+    let three = [3000, 4500, 6000];
+    let all = k.multiexp_in_pieces::<G1Affine>(&bases, &reprs, &three, &|| {
+        k.segment_launches() == launches - 1
+    });
+    assert!(all.stopped.is_none(), "{:?}", all.stopped);
+    assert_eq!((all.done, all.finished_on_request), (3, 1));
+    assert_eq!(all.sum, multiexp::<G1Affine>(&bases, &reprs).unwrap());
     k.set_finish_grace(Duration::from_millis(10));
     k.limit_launch_entries(0);
 }

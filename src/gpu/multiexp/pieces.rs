@@ -140,8 +140,8 @@ impl MultiexpKernel {
                         self.pieces_summed.fetch_add(1, Ordering::Relaxed);
                         // Even after a piece finished on request: the call usually stops at
                         // the next piece, but not if the request went away meanwhile (its
-                        // prover was killed), and a missing credit would then leave a piece
-                        // waiting for inputs that never come.
+                        // prover was killed), and a credit missing then would leave the rest
+                        // of the call one upload behind its sums.
                         let _ = credit.send(());
                     }
                     Err(e) => {
