@@ -164,33 +164,21 @@ impl FakeDevice {
         result
     }
 
-    /// The multiexp, computed on the calling thread after the pretend device time (not on the
-    /// pool: a device does not queue behind the CPU's work).
-    pub fn multiexp<G: CurveAffine>(
-        &self,
-        bases: &[G],
-        scalars: &[ScalarRepr],
-        interrupt: &dyn Fn() -> bool,
-    ) -> Result<G::Curve, GpuError> {
-        self.multiexp_piece(bases, scalars, interrupt, Duration::ZERO)
-            .map(|(sum, _)| sum)
-    }
-
-    /// [`FakeDevice::multiexp`] as a piece of a call: a request that comes when little of the
-    /// pretend time is left, and less than has passed, lets it finish (`grace`); says whether
-    /// one did.
+    /// One piece's multiexp, computed on the calling thread after the pretend device time (not
+    /// on the pool: a device does not queue behind the CPU's work). A request that comes when
+    /// little of the pretend time is left, and less than has passed, lets it finish (its `grace`, as
+    /// a real device's piece, `multiexp/finish.rs`); says whether one did.
     fn multiexp_piece<G: CurveAffine>(
         &self,
         bases: &[G],
         scalars: &[ScalarRepr],
         interrupt: &dyn Fn() -> bool,
-        grace: Duration,
     ) -> Result<(G::Curve, bool), GpuError> {
         let on_request = self.occupy_finishing(
             bases.len(),
             Self::multiexp_bytes(bases.len()),
             interrupt,
-            grace,
+            self.grace,
         )?;
         // A piece finished on request computes its result without asking again.
         let never = || false;
@@ -223,7 +211,7 @@ impl FakeDevice {
         Ok((sum, on_request))
     }
 
-    /// [`FakeDevice::multiexp`] over consecutive pieces ending at `ends`, one after another, as
+    /// A multiexp over consecutive pieces ending at `ends`, one after another, as
     /// the OpenCL kernel's [`super::multiexp::MultiexpKernel::multiexp_in_pieces`]: a call
     /// stopped early keeps the pieces it finished, and a piece nearly done when a request comes
     /// is finished first.
@@ -243,7 +231,7 @@ impl FakeDevice {
                 )));
                 return out;
             };
-            match self.multiexp_piece(b, s, interrupt, self.grace) {
+            match self.multiexp_piece(b, s, interrupt) {
                 Ok((sum, on_request)) => {
                     out.sum += sum;
                     out.done += 1;
