@@ -1,12 +1,14 @@
 //! The Groth16 proving system ([eprint 2016/260](https://eprint.iacr.org/2016/260)) over
 //! BLS12-381: parameter generation, proving and verification, with bellman's byte formats.
 
+mod assignment;
 mod generator;
 mod options;
 mod params;
 mod proof;
 mod prover;
 mod verifier;
+mod work;
 
 pub use generator::{generate_parameters, generate_random_parameters};
 pub use options::{

@@ -1,0 +1,226 @@
+//! A circuit's witness and its constraints' evaluations, recorded by running the circuit against
+//! [`ProvingAssignment`], and the checks that the parameters fit it.
+
+use super::params::ParameterSource;
+use crate::multicore;
+use crate::multiexp::Density;
+use bellpepper_core::{
+    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
+};
+use blstrs::Scalar;
+use ff::Field;
+use rayon::prelude::*;
+
+/// The witness of one circuit and its constraints' evaluations.
+#[derive(Default)]
+pub(super) struct ProvingAssignment {
+    /// Which auxiliary variables appear in `A` (inputs need none: see `enforce`).
+    pub(super) a_aux_density: Density,
+    pub(super) b_input_density: Density,
+    pub(super) b_aux_density: Density,
+    /// Each constraint's `A`, `B` and `C` evaluated at the witness.
+    pub(super) a: Vec<Scalar>,
+    pub(super) b: Vec<Scalar>,
+    pub(super) c: Vec<Scalar>,
+    /// The witness: inputs (the constant `one` first), then auxiliary variables.
+    pub(super) input_assignment: Vec<Scalar>,
+    pub(super) aux_assignment: Vec<Scalar>,
+}
+
+/// The sizes the parameters promise, reserved before synthesis: grown by doubling, the vectors of
+/// a 2^20-constraint witness were copied several times, and the quotient then grew the evaluations
+/// once more to the domain's size (no difference in synthesis time measurable at 2^18 on the
+/// 2-core development machine; it saves the copies and the doubled capacity).
+pub(super) struct AssignmentSize {
+    /// The evaluation domain (at least the constraints).
+    domain: usize,
+    inputs: usize,
+    aux: usize,
+}
+
+impl AssignmentSize {
+    pub(super) fn of<P: ParameterSource>(params: &P) -> AssignmentSize {
+        AssignmentSize {
+            domain: params.h().len() + 1,
+            inputs: params.vk().ic.len(),
+            aux: params.l().len(),
+        }
+    }
+}
+
+impl ProvingAssignment {
+    fn with_capacity(size: &AssignmentSize) -> ProvingAssignment {
+        // Parameters for another circuit are caught after synthesis; a capacity that is wrong
+        // only costs memory, bounded here in case the parameters are nonsense.
+        let cap = |n: usize| n.min(1 << 28);
+        ProvingAssignment {
+            a: Vec::with_capacity(cap(size.domain)),
+            b: Vec::with_capacity(cap(size.domain)),
+            c: Vec::with_capacity(cap(size.domain)),
+            input_assignment: Vec::with_capacity(cap(size.inputs)),
+            aux_assignment: Vec::with_capacity(cap(size.aux)),
+            ..ProvingAssignment::default()
+        }
+    }
+}
+
+/// Evaluates `lc`, marking the variables with non-zero coefficients in the density trackers.
+fn eval(
+    lc: &LinearCombination<Scalar>,
+    mut input_density: Option<&mut Density>,
+    mut aux_density: Option<&mut Density>,
+    inputs: &[Scalar],
+    aux: &[Scalar],
+) -> Scalar {
+    let mut acc = Scalar::ZERO;
+    for (var, coeff) in lc.iter() {
+        // Plain comparisons: the constant-time `is_zero` cost a tenth of synthesis, and the
+        // coefficients are the circuit's, not secrets.
+        if *coeff == Scalar::ZERO {
+            continue;
+        }
+        let value = match var.get_unchecked() {
+            Index::Input(i) => {
+                if let Some(d) = input_density.as_deref_mut() {
+                    d.inc(i);
+                }
+                inputs.get(i)
+            }
+            Index::Aux(i) => {
+                if let Some(d) = aux_density.as_deref_mut() {
+                    d.inc(i);
+                }
+                aux.get(i)
+            }
+        };
+        // A variable index from another constraint system reads as zero; the proof then fails
+        // to verify rather than the prover panicking.
+        let value = value.copied().unwrap_or(Scalar::ZERO);
+        acc += if *coeff == Scalar::ONE {
+            value
+        } else {
+            value * coeff
+        };
+    }
+    acc
+}
+
+impl ConstraintSystem<Scalar> for ProvingAssignment {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux_assignment.push(f()?);
+        self.a_aux_density.add_element();
+        self.b_aux_density.add_element();
+        Ok(Variable::new_unchecked(Index::Aux(
+            self.aux_assignment.len() - 1,
+        )))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.input_assignment.push(f()?);
+        self.b_input_density.add_element();
+        Ok(Variable::new_unchecked(Index::Input(
+            self.input_assignment.len() - 1,
+        )))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let (a, b, c) = (
+            a(LinearCombination::zero()),
+            b(LinearCombination::zero()),
+            c(LinearCombination::zero()),
+        );
+        let (inputs, aux) = (&self.input_assignment, &self.aux_assignment);
+        // Inputs need no density in A: the `input * 0 = 0` constraints make that query dense.
+        let a = eval(&a, None, Some(&mut self.a_aux_density), inputs, aux);
+        let b = eval(
+            &b,
+            Some(&mut self.b_input_density),
+            Some(&mut self.b_aux_density),
+            inputs,
+            aux,
+        );
+        let c = eval(&c, None, None, inputs, aux);
+        self.a.push(a);
+        self.b.push(b);
+        self.c.push(c);
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// Runs the circuit with its witness and adds the input constraints, as the generator does.
+pub(super) fn synthesize<C: Circuit<Scalar>>(
+    circuit: C,
+    size: &AssignmentSize,
+) -> Result<ProvingAssignment, SynthesisError> {
+    let mut cs = ProvingAssignment::with_capacity(size);
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    for i in 0..cs.input_assignment.len() {
+        cs.enforce(
+            || "",
+            |lc| lc + Variable::new_unchecked(Index::Input(i)),
+            |lc| lc,
+            |lc| lc,
+        );
+    }
+    // A witness that breaks a constraint would give a proof that does not verify; say so now.
+    let bad = multicore::install(|| {
+        (0..cs.a.len())
+            .into_par_iter()
+            .find_first(|&i| cs.a[i] * cs.b[i] != cs.c[i])
+    });
+    if let Some(row) = bad {
+        log::warn!(
+            "constraint {row} of {} is not satisfied by the witness",
+            cs.a.len()
+        );
+        return Err(SynthesisError::Unsatisfiable);
+    }
+    Ok(cs)
+}
+
+pub(super) fn mismatch(what: &str, params: usize, circuit: usize) -> SynthesisError {
+    SynthesisError::IncompatibleLengthVector(format!(
+        "the parameters' {what} has {params} entries but this circuit needs {circuit}: \
+         parameters for another circuit?"
+    ))
+}
+
+pub(super) fn check_len(what: &str, params: usize, circuit: usize) -> Result<(), SynthesisError> {
+    if params == circuit {
+        Ok(())
+    } else {
+        Err(mismatch(what, params, circuit))
+    }
+}
