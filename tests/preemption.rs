@@ -17,7 +17,8 @@ use preemptible_groth16::gpu::locks::{self, LOCK_DIR_ENV};
 use preemptible_groth16::gpu::{gpu_is_available, PriorityGuard};
 use preemptible_groth16::groth16::{
     create_proof_batch_with_options, create_random_proof_with_options, generate_random_parameters,
-    prepare_verifying_key, verify_proof, Parameters, Priority, ProofReport, ProveOptions,
+    prepare_verifying_key, verify_proof, ParameterSource, Parameters, Priority, ProofReport,
+    ProveOptions,
 };
 use rand::{thread_rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -405,30 +406,37 @@ fn a_high_prover_takes_a_free_device_before_preempting() {
     });
 }
 
+/// A batch's proofs, one after another, never yield to each other, at any level. At the lowest two
+/// levels a holder keeps its own level's flag raised and has higher flags to probe, so a probe
+/// that counted its own level (the seed's third review question) would make it yield to itself
+/// here; at the highest there is nothing above to probe.
 #[test]
 fn a_batch_never_preempts_itself() {
     let _g = setup("batch");
     let (_, short) = long_and_short();
-    let circuits = vec![short.circuit; 3];
-    let r = vec![Scalar::from(3u64); 3];
-    let s = vec![Scalar::from(5u64); 3];
-    let proofs = create_proof_batch_with_options(
-        circuits,
-        &short.params,
-        r,
-        s,
-        &options(Priority::High, None),
-    )
-    .unwrap();
-    let pvk = prepare_verifying_key(&short.params.vk);
-    for (proof, report) in proofs {
-        assert!(verify_proof(&pvk, &proof, &[short.circuit.output()]).unwrap());
-        assert_eq!(
-            (report.preemptions, report.handover),
-            (0, None),
-            "{report:?}"
-        );
-        assert!(report.gpu_chunks_total() > 0);
+    for priority in [Priority::Low, Priority::Normal, Priority::High] {
+        let circuits = vec![short.circuit; 3];
+        let r = vec![Scalar::from(3u64); 3];
+        let s = vec![Scalar::from(5u64); 3];
+        let proofs = create_proof_batch_with_options(
+            circuits,
+            &short.params,
+            r,
+            s,
+            &options(priority, None),
+        )
+        .unwrap();
+        let pvk = prepare_verifying_key(&short.params.vk);
+        for (proof, report) in proofs {
+            assert!(verify_proof(&pvk, &proof, &[short.circuit.output()]).unwrap());
+            assert_eq!(
+                (report.preemptions, report.handover),
+                (0, None),
+                "{priority}: {report:?}"
+            );
+            assert!(report.gpu_chunks_total() > 0, "{priority}: {report:?}");
+            assert_eq!(report.cpu_chunks, 0, "{priority}: {report:?}");
+        }
     }
 }
 
@@ -736,4 +744,187 @@ fn a_proof_inside_another_proofs_thread_does_not_deadlock() {
         let low = low.join().unwrap();
         assert!(low.preemptions >= 1, "{low:?}");
     });
+}
+
+/// Behaviour 1 with chunks long enough that the test's own scheduling noise is small beside one:
+/// a high prover asking for the device while a low one is in the middle of its work gets it in
+/// less than one chunk of the holder's (which probes within its chunks, as a real kernel does
+/// between launches), and the holder's own report says so too.
+#[test]
+fn a_high_prover_waits_less_than_one_chunk_of_the_holder() {
+    let _g = setup("one-chunk");
+    let (long, short) = long_and_short();
+    // 2^14 terms at 4 us: a chunk takes about 65 ms of fake device time.
+    let chunk_terms = 1 << 14;
+    let chunk = Duration::from_micros(4 * chunk_terms as u64);
+    let low_options = ProveOptions {
+        chunk_terms,
+        ..options(Priority::Low, Some("fake-0"))
+    };
+    for delay_ms in [30, 90] {
+        let (low, high) = std::thread::scope(|s| {
+            let low = s.spawn(|| prove(long, &low_options));
+            wait_for_holder("fake-0", Priority::Low);
+            std::thread::sleep(Duration::from_millis(delay_ms));
+            let high = prove(short, &options(Priority::High, Some("fake-0")));
+            (low.join().unwrap(), high)
+        });
+        let handover = high.handover.expect("the high prover asked a lower holder");
+        assert!(
+            handover < chunk,
+            "hand-over {handover:?} of a {chunk:?} chunk: {high:?}"
+        );
+        assert!(low.preemptions >= 1, "{low:?}");
+        let released = low.yield_latency.expect("the low prover yielded");
+        assert!(
+            released < chunk,
+            "released {released:?} after the request: {low:?}"
+        );
+        assert_eq!(low.live_device_bytes_at_release, 0, "{low:?}");
+    }
+}
+
+/// The seed's third review question with the guard: a prover at the guard's own level, which
+/// keeps that level's flag raised on every device, is not held back by it (at the highest level
+/// there would be nothing above to probe, so the test runs one below it), and a lower one is.
+#[test]
+fn a_guard_does_not_hold_back_its_own_level() {
+    let _g = setup("guard-normal");
+    let (_, short) = long_and_short();
+    let guard = PriorityGuard::acquire(Priority::Normal).unwrap();
+    for _ in 0..2 {
+        let normal = prove(short, &options(Priority::Normal, None));
+        assert!(
+            normal.gpu_chunks_total() > 0 && normal.fft_on_gpu,
+            "{normal:?}"
+        );
+        assert_eq!(normal.cpu_chunks, 0, "{normal:?}");
+        assert_eq!(normal.preemptions, 0, "{normal:?}");
+    }
+    let low = prove(short, &options(Priority::Low, None));
+    assert_eq!(low.gpu_chunks_total(), 0, "{low:?}");
+    drop(guard);
+}
+
+/// `gpu_is_available` says no while every device is held, yes when one is free, and returns an
+/// error (no panic) when the lock files cannot be opened.
+#[test]
+fn gpu_is_available_answers_from_the_locks() {
+    let _g = setup("available");
+    let _ = long_and_short();
+    let dir = locks::lock_dir();
+    assert!(gpu_is_available().unwrap());
+    let held: Vec<_> = device_ids()
+        .iter()
+        .map(|d| {
+            locks::GpuLock::try_acquire(&dir, d, Priority::Low)
+                .unwrap()
+                .unwrap()
+        })
+        .collect();
+    assert!(!gpu_is_available().unwrap());
+    drop(held);
+    assert!(gpu_is_available().unwrap());
+    // A lock file that is a directory cannot be opened (as one owned by another user cannot).
+    let lock_file = dir.join("pg16-fake-0.lock");
+    std::fs::remove_file(&lock_file).unwrap();
+    std::fs::create_dir(&lock_file).unwrap();
+    assert!(gpu_is_available().is_err());
+}
+
+/// Lock files that cannot be opened (here directories in their place; for another user's files
+/// the open fails the same way): a warning and a proof on the CPU, which verifies.
+#[test]
+fn lock_files_that_cannot_be_opened_mean_a_cpu_run() {
+    let _g = setup("unopenable");
+    let (_, short) = long_and_short();
+    let dir = locks::lock_dir();
+    for d in device_ids() {
+        std::fs::create_dir(dir.join(format!("pg16-{d}.lock"))).unwrap();
+    }
+    let report = prove(short, &options(Priority::High, None));
+    assert_eq!(report.gpu_chunks_total(), 0, "{report:?}");
+    assert!(!report.fft_on_gpu, "{report:?}");
+}
+
+/// Parameters whose `L` query, when first read, makes another proof on the same thread: a proof
+/// started while this thread's proof holds a claim (the only way user code runs inside a proof
+/// after synthesis).
+struct ProvingParams<'a> {
+    params: &'a Parameters,
+    /// Reads of the `L` query so far: the first two (the assignment's capacity before synthesis,
+    /// the checks after it) come before the proof's claim, the third is the L multiexp's.
+    l_reads: std::sync::atomic::AtomicUsize,
+    inner: &'a Setup,
+    inner_options: ProveOptions,
+    inner_report: &'a Mutex<Option<ProofReport>>,
+}
+
+impl ParameterSource for ProvingParams<'_> {
+    fn vk(&self) -> &preemptible_groth16::groth16::VerifyingKey {
+        &self.params.vk
+    }
+    fn h(&self) -> &[blstrs::G1Affine] {
+        self.params.h()
+    }
+    fn l(&self) -> &[blstrs::G1Affine] {
+        let reads = self
+            .l_reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut report = self.inner_report.lock().unwrap();
+        if reads == 2 && report.is_none() {
+            *report = Some(prove(self.inner, &self.inner_options));
+        }
+        self.params.l()
+    }
+    fn a(&self) -> &[blstrs::G1Affine] {
+        self.params.a()
+    }
+    fn b_g1(&self) -> &[blstrs::G1Affine] {
+        self.params.b_g1()
+    }
+    fn b_g2(&self) -> &[blstrs::G2Affine] {
+        self.params.b_g2()
+    }
+}
+
+/// Behaviour 5: a high proof started on the thread of a normal proof that holds the device does
+/// not wait for that device (the outer proof, blocked on the inner one, could not give it up):
+/// it starts at once, and the outer proof's watcher hands the device over.
+#[test]
+fn a_proof_started_while_its_thread_holds_a_claim_does_not_wait_for_it() {
+    let _g = setup("claim-on-thread");
+    let (_, short) = long_and_short();
+    let inner_report = Mutex::new(None);
+    let params = ProvingParams {
+        params: &short.params,
+        l_reads: Default::default(),
+        inner: short,
+        inner_options: options(Priority::High, Some("fake-0")),
+        inner_report: &inner_report,
+    };
+    let started = Instant::now();
+    let (proof, outer) = create_random_proof_with_options(
+        short.circuit,
+        &params,
+        &mut thread_rng(),
+        &options(Priority::Normal, Some("fake-0")),
+    )
+    .unwrap();
+    let pvk = prepare_verifying_key(&short.params.vk);
+    assert!(verify_proof(&pvk, &proof, &[short.circuit.output()]).unwrap());
+    let inner = inner_report
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the inner proof ran");
+    // Waiting for the outer claim's device would have lasted the whole start wait (10 s).
+    assert_eq!(inner.wait, Duration::ZERO, "{inner:?}");
+    assert!(started.elapsed() < Duration::from_secs(8), "{inner:?}");
+    assert_eq!(
+        outer.gpu_chunks_total() + outer.cpu_chunks,
+        outer.total_chunks
+    );
+    // The outer proof held the device when the inner one asked, and gave it up.
+    assert!(outer.preemptions >= 1, "{outer:?}");
 }

@@ -265,7 +265,8 @@ impl FakeDevice {
         interrupt: &dyn Fn() -> bool,
     ) -> Result<Vec<Scalar>, GpuError> {
         self.occupy(self.quotient_terms(a.len()), 96 * a.len() as u64, interrupt)?;
-        crate::domain::quotient(a.to_vec(), b.to_vec(), c.to_vec())
+        let (a, b, c) = (a.to_vec(), b.to_vec(), c.to_vec());
+        computed_interruptibly(move || crate::domain::quotient(a, b, c), interrupt)?
             .map_err(|e| GpuError::InvalidInput(e.to_string()))
     }
 
@@ -282,13 +283,51 @@ impl FakeDevice {
         for input in steps.inputs.iter_mut() {
             if let QuotientInput::OnDomain(values) = input {
                 self.occupy(quarter, 32 * n as u64, interrupt)?;
-                let on_coset = to_coset(values.clone(), n).map_err(invalid)?;
+                let values = values.clone();
+                let on_coset = computed_interruptibly(move || to_coset(values, n), interrupt)?
+                    .map_err(invalid)?;
                 *input = QuotientInput::OnCoset(on_coset);
                 steps.last_step_at = Some(Instant::now());
             }
         }
         self.occupy(quarter, 96 * n as u64, interrupt)?;
-        steps.clone().finish_on_cpu().map_err(invalid)
+        let steps = steps.clone();
+        computed_interruptibly(move || steps.finish_on_cpu(), interrupt)?.map_err(invalid)
+    }
+}
+
+/// Runs `compute` (the CPU's stand-in for a device's kernels) on a thread of its own while
+/// asking `interrupt` every millisecond, as a real device's kernels are waited for while
+/// probing: computed in line, a fake quotient's FFTs of 2^16 values held a high prover up for
+/// 180 ms on the 2-core development machine under the tests' other threads, where a real one
+/// waits for at most one kernel. An interrupted computation runs on to its end on its thread
+/// and its result is dropped.
+fn computed_interruptibly<T: Send + 'static>(
+    compute: impl FnOnce() -> T + Send + 'static,
+    interrupt: &dyn Fn() -> bool,
+) -> Result<T, GpuError> {
+    let (sender, result) = std::sync::mpsc::sync_channel(1);
+    let spawned = std::thread::Builder::new()
+        .name("fake-gpu-kernels".into())
+        .spawn(move || {
+            let _ = sender.send(compute());
+        });
+    if let Err(e) = spawned {
+        return Err(GpuError::Ocl(format!(
+            "cannot start a fake device's thread: {e}"
+        )));
+    }
+    loop {
+        if interrupt() {
+            return Err(GpuError::Interrupted);
+        }
+        match result.recv_timeout(Duration::from_millis(1)) {
+            Ok(value) => return Ok(value),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(GpuError::Ocl("a fake device's thread panicked".into()))
+            }
+        }
     }
 }
 
