@@ -1,0 +1,234 @@
+//! A multiexp split between a claim's devices and the CPU: the queue of chunks, the prover's loop
+//! that takes devices (each gets a worker) and computes the CPU's share from the back, and the
+//! chunks left over at the end.
+
+use super::batch::learned;
+use super::cpu_share::{cpu_chunk, cpu_part, cpu_pool, cpu_takes, give_up_cpu_chunk};
+use super::worker::Flight;
+use super::{lock, ClaimInner, LockedKernel};
+use crate::gpu::backend::MIN_GPU_TERMS;
+use crate::gpu::multiexp::GpuCurve;
+use crate::multicore::Pool;
+use crate::multiexp::ScalarRepr;
+use group::Group;
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Sleep of the CPU side while the devices finish the last chunks (it also tries to take
+/// devices each time).
+const CPU_IDLE_STEP: Duration = Duration::from_millis(1);
+
+/// One multiexp split between the devices and the CPU, shared by the prover's thread and the
+/// device workers: its terms, the chunks not yet taken, the sum of those done, and the workers'
+/// calls in flight.
+pub(super) struct Work<'a, G: GpuCurve> {
+    pub(super) bases: &'a [G],
+    pub(super) scalars: &'a [ScalarRepr],
+    pub(super) queue: Mutex<VecDeque<Range<usize>>>,
+    pub(super) sum: Mutex<G::Curve>,
+    pub(super) flight: Flight,
+}
+
+impl ClaimInner {
+    /// `sum_i scalars[i] * bases[i]` in chunks of `chunk_terms` over the held devices and the
+    /// CPU. The lengths must match (the caller checks).
+    pub(super) fn multiexp<G: GpuCurve>(
+        &self,
+        bases: &[G],
+        scalars: &[ScalarRepr],
+        chunk_terms: usize,
+    ) -> G::Curve {
+        let n = bases.len().min(scalars.len());
+        let (bases, scalars) = (&bases[..n], &scalars[..n]);
+        let chunk = chunk_terms.max(1);
+        if n < MIN_GPU_TERMS {
+            let mut s = self.shared();
+            s.stats.cpu_chunks += 1;
+            s.stats.total_chunks += 1;
+            drop(s);
+            return cpu_part(bases, scalars, 0..n, cpu_pool(self.priority, false));
+        }
+        let queue: Mutex<VecDeque<Range<usize>>> = Mutex::new(
+            (0..n)
+                .step_by(chunk)
+                .map(|s| s..(s + chunk).min(n))
+                .collect(),
+        );
+        self.shared().stats.total_chunks += queue_len(&queue) as u64;
+        let work = Work {
+            bases,
+            scalars,
+            queue,
+            sum: Mutex::new(G::Curve::identity()),
+            flight: Flight::default(),
+        };
+        let held = std::mem::take(&mut *lock(&self.idle));
+        let kept = self.split(&work, held);
+        lock(&self.idle).extend(kept);
+        self.leftover_on_cpu(&work);
+        work.sum.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The prover's loop over `work`: a worker for each device `held` and each device taken
+    /// since, and chunks from the back on the CPU, until the queue is empty and no worker runs.
+    /// Returns the devices the workers kept.
+    fn split<G: GpuCurve>(&self, work: &Work<'_, G>, held: Vec<LockedKernel>) -> Vec<LockedKernel> {
+        let this = self;
+        std::thread::scope(|scope| {
+            let spawn = |k: LockedKernel| scope.spawn(move || this.gpu_worker(k, work));
+            let mut workers: Vec<_> = held.into_iter().map(spawn).collect();
+            // Free devices, and, while chunks are queued, the devices parked by their workers
+            // when the queue was empty (for chunks another device's stopped call put back since).
+            let take_devices = || {
+                let mut fresh = this.try_take();
+                if queue_len(&work.queue) > 0 {
+                    fresh.extend(std::mem::take(&mut *lock(&this.idle)));
+                }
+                fresh
+            };
+            loop {
+                workers.extend(take_devices().into_iter().map(spawn));
+                let running = workers.iter().filter(|w| !w.is_finished()).count();
+                let pool = cpu_pool(this.priority, running > 0);
+                let rates = this.rates(G::NAME, pool);
+                let next = {
+                    let mut q = lock(&work.queue);
+                    // An empty queue ends the loop only when no worker runs: a worker whose run
+                    // is preempted puts its chunks back, and with calls of `TARGET_BATCH` one run
+                    // is often the whole multiexp. Those chunks are then this loop's, one at a
+                    // time with a try for the devices between them, so the prover returns to a
+                    // device at the next chunk boundary (they went to the CPU all at once
+                    // before, after the loop: 1.5-2 s before a 2^20 prover returned on the
+                    // H200, seventh session).
+                    if q.is_empty() {
+                        if running == 0 {
+                            break;
+                        }
+                        None
+                    } else if cpu_takes(&q, running, rates) {
+                        q.pop_back().map(|range| (range, pool))
+                    } else {
+                        None
+                    }
+                };
+                match next {
+                    Some((range, pool)) => {
+                        // The devices this claim holds, after a try for more while chunks
+                        // are queued.
+                        let mut held_now = || {
+                            if queue_len(&work.queue) > 0 {
+                                workers.extend(take_devices().into_iter().map(spawn));
+                            }
+                            workers.iter().filter(|w| !w.is_finished()).count()
+                                + lock(&this.idle).len()
+                        };
+                        this.cpu_share(work, range, pool, running, &mut held_now);
+                    }
+                    None => std::thread::sleep(CPU_IDLE_STEP),
+                }
+            }
+            workers
+                .into_iter()
+                .filter_map(|w| w.join().ok().flatten())
+                .collect()
+        })
+    }
+
+    /// Computes the chunk `range` of `work` on the CPU's `pool` beside `running` device workers,
+    /// into the sum, and learns the CPU's speed from it; or gives it up, back to the queue, to a
+    /// device that came back (`held_now` tries for devices and counts those held).
+    fn cpu_share<G: GpuCurve>(
+        &self,
+        work: &Work<'_, G>,
+        range: Range<usize>,
+        pool: Pool,
+        running: usize,
+        held_now: &mut dyn FnMut() -> usize,
+    ) {
+        let started = Instant::now();
+        let terms = range.len();
+        // Tries for the devices every `RETURN_STEP` while the chunk is computed (on the H200 the
+        // device stood free 20-45 ms after each high proof while a low one's CPU chunk went on,
+        // at 2^24), and gives the chunk up when the devices it then holds would finish it, and
+        // the queue, before the CPU would.
+        let given_up_at = std::cell::Cell::new(None);
+        let part = cpu_chunk(
+            work.bases,
+            work.scalars,
+            range.clone(),
+            pool,
+            |elapsed| {
+                let held = held_now();
+                let queued = lock(&work.queue).iter().map(|r| r.len()).sum::<usize>();
+                let rates = self.rates(G::NAME, pool);
+                give_up_cpu_chunk(queued, terms, elapsed, held, rates)
+            },
+            || {
+                lock(&work.queue).push_back(range.clone());
+                given_up_at.set(Some(Instant::now()));
+            },
+        );
+        let mut s = self.shared();
+        let Some(part) = part else {
+            s.stats.cpu_chunks_given_up += 1;
+            drop(s);
+            log::debug!(
+                "gpu: a CPU chunk of {terms} terms given up after {:.1} ms: a \
+                 device came back (its thread stopped after {:.1} ms)",
+                given_up_at
+                    .get()
+                    .unwrap_or(started)
+                    .duration_since(started)
+                    .as_secs_f64()
+                    * 1e3,
+                started.elapsed().as_secs_f64() * 1e3
+            );
+            return;
+        };
+        *lock(&work.sum) += part;
+        s.stats.cpu_chunks += 1;
+        if running == 0 {
+            // Computed with no device of ours, right after a try for one.
+            let most = &mut s.stats.cpu_chunks_without_retry;
+            *most = (*most).max(1);
+        }
+        drop(s);
+        let seconds = started.elapsed().as_secs_f64();
+        if seconds > 0.0 {
+            learned()
+                .cpu_rate
+                .insert((G::NAME, pool), (terms as f64 / seconds, Instant::now()));
+        }
+    }
+
+    /// The chunks still queued after the prover's loop, on the CPU.
+    fn leftover_on_cpu<G: GpuCurve>(&self, work: &Work<'_, G>) {
+        // The prover's loop (`split`) ends only when the queue is empty and no worker was
+        // running, and a worker puts chunks back before it ends, so nothing should be left;
+        // whatever is (a worker that panicked after putting chunks back) is computed here, so
+        // that every chunk is in the sum exactly once.
+        let mut untried = 0;
+        loop {
+            let Some(range) = lock(&work.queue).pop_back() else {
+                break;
+            };
+            let part = cpu_part(
+                work.bases,
+                work.scalars,
+                range,
+                cpu_pool(self.priority, false),
+            );
+            *lock(&work.sum) += part;
+            untried += 1;
+            self.shared().stats.cpu_chunks += 1;
+        }
+        let mut s = self.shared();
+        s.stats.cpu_chunks_without_retry = s.stats.cpu_chunks_without_retry.max(untried);
+    }
+}
+
+fn queue_len(q: &Mutex<VecDeque<Range<usize>>>) -> usize {
+    lock(q).len()
+}

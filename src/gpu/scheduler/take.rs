@@ -1,0 +1,153 @@
+//! Taking devices: the free ones that no higher priority wants, a flag raised on those that lower
+//! priorities hold when none is free, and the wait for their hand-over at a proof's start.
+
+use super::{lock, max_opt, ClaimInner, LockedKernel};
+use crate::gpu::backend::GpuDevice;
+use crate::gpu::locks::{self, GpuLock, HigherPriorityProbe, PriorityFlag};
+use std::time::{Duration, Instant};
+
+/// How long a prover waits at its start for a lower priority to hand a device over before it
+/// starts on the CPU (and keeps asking between chunks).
+const MAX_START_WAIT: Duration = Duration::from_secs(10);
+/// Sleep between tries while waiting for a hand-over: from the first to the last, doubling. A
+/// try costs a few system calls; at 4 ms a waiting prover uses about 1-2% of a core, and the
+/// hand-over gains at most 4 ms.
+const WAIT_STEPS: (Duration, Duration) = (Duration::from_millis(1), Duration::from_millis(4));
+
+impl ClaimInner {
+    /// Takes the free devices, and if none, waits for a lower priority's hand-over.
+    pub(super) fn start(&self) {
+        let taken = self.try_take();
+        let got = !taken.is_empty();
+        lock(&self.idle).extend(taken);
+        if got || !self.may_wait || self.shared().asking.is_empty() {
+            return;
+        }
+        let start = Instant::now();
+        let mut got = false;
+        let mut step = WAIT_STEPS.0;
+        while start.elapsed() < MAX_START_WAIT {
+            std::thread::sleep(step);
+            step = (step * 2).min(WAIT_STEPS.1);
+            let taken = self.try_take();
+            if !taken.is_empty() {
+                lock(&self.idle).extend(taken);
+                got = true;
+                break;
+            }
+            if self.shared().asking.is_empty() {
+                break;
+            }
+        }
+        let waited = start.elapsed();
+        self.shared().stats.wait += waited;
+        if !got {
+            log::info!(
+                "gpu: {} prover waited {waited:.2?} for a device; starting on the CPU",
+                self.priority
+            );
+        }
+    }
+
+    /// Takes every device that is free, not in use by this claim, not failed and not wanted by a
+    /// higher priority. Only when this prover then holds no device at all does it raise its flag
+    /// on devices that lower priorities hold: a free device is taken before anyone is preempted.
+    pub(super) fn try_take(&self) -> Vec<LockedKernel> {
+        let mut taken = Vec::new();
+        let mut busy = Vec::new();
+        for &device in &self.devices {
+            {
+                let s = self.shared();
+                if s.failed.contains(&device.id) || s.holding.contains(&device.id) {
+                    continue;
+                }
+            }
+            match GpuLock::try_acquire(&self.dir, &device.id, self.priority) {
+                Ok(Some(lock)) => match self.admit(device, lock) {
+                    Ok(Some(k)) => taken.push(k),
+                    Ok(None) => {}
+                    Err(e) => self.give_up(device, &e.to_string()),
+                },
+                Ok(None) => busy.push(device),
+                Err(e) => self.give_up(device, &e.to_string()),
+            }
+        }
+        if self.shared().holding.is_empty() {
+            for device in busy {
+                self.ask_lower_holder(device);
+            }
+        } else {
+            self.shared().asking.clear();
+        }
+        taken
+    }
+
+    /// Keeps a just-acquired lock unless a higher priority wants the device.
+    fn admit(
+        &self,
+        device: &'static GpuDevice,
+        lock: GpuLock,
+    ) -> Result<Option<LockedKernel>, locks::LockError> {
+        let probe = HigherPriorityProbe::open(&self.dir, &device.id, self.priority)?;
+        if probe.anyone_waiting()? {
+            return Ok(None);
+        }
+        let flag = PriorityFlag::raise(&self.dir, &device.id, self.priority).ok();
+        // The peak counts from here: what this claim's work holds on the device.
+        device.take_peak_device_bytes();
+        let mut s = self.shared();
+        s.holding.insert(device.id.clone());
+        if let Some((_, asked)) = s.asking.remove(&device.id) {
+            let took = asked.elapsed();
+            s.stats.handover = max_opt(s.stats.handover, took);
+            log::info!(
+                "gpu: {} prover got {} {took:.2?} after asking for it",
+                self.priority,
+                device.id
+            );
+        }
+        if s.lost {
+            s.stats.returns_to_gpu += 1;
+            log::info!("gpu: {} prover back on {}", self.priority, device.id);
+        }
+        Ok(Some(LockedKernel::new(device, lock, probe, flag)))
+    }
+
+    /// A device held by someone: if a lower priority, raise our flag on it (once).
+    fn ask_lower_holder(&self, device: &GpuDevice) {
+        let holder = locks::holder_text(&self.dir, &device.id);
+        let mut s = self.shared();
+        match holder {
+            Some(h) if h.priority < self.priority => {}
+            Some(_) => {
+                // Held at our level or above: do not wait on it.
+                s.asking.remove(&device.id);
+                return;
+            }
+            // Between two holders (or the text not yet written): keep whatever we had.
+            None => return,
+        }
+        if s.asking.contains_key(&device.id) {
+            return;
+        }
+        match PriorityFlag::raise(&self.dir, &device.id, self.priority) {
+            Ok(flag) => {
+                log::debug!(
+                    "gpu: {} prover asks for {} held by a lower priority",
+                    self.priority,
+                    device.id
+                );
+                s.asking.insert(device.id.clone(), (flag, Instant::now()));
+            }
+            Err(e) => log::warn!("gpu: cannot ask for {}: {e}", device.id),
+        }
+    }
+
+    fn give_up(&self, device: &GpuDevice, why: &str) {
+        log::warn!(
+            "gpu: {} unusable for this proof ({why}); its work goes to the CPU",
+            device.id
+        );
+        self.shared().failed.insert(device.id.clone());
+    }
+}
