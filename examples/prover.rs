@@ -121,6 +121,13 @@ fn parse() -> Result<Args, String> {
     if !(2..=28).contains(&a.k) {
         return Err("--log2-constraints must be between 2 and 28".into());
     }
+    if a.circuit == "sha256" && a.k < 15 {
+        eprintln!(
+            "note: the smallest sha256 circuit is one 64-byte block, about 2^15 constraints; \
+             proving that instead of 2^{}",
+            a.k
+        );
+    }
     Ok(a)
 }
 
@@ -277,10 +284,14 @@ fn run_prover(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
 mod demo;
 
 fn main() {
-    // Milliseconds in the log's times: the phases of a proof are milliseconds apart.
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
-        .format_timestamp_millis()
-        .init();
+    // Milliseconds in the log's times: the phases of a proof are milliseconds apart. Setup's
+    // steps are shown by default: a large one takes minutes (about two at 2^24 constraints).
+    env_logger::Builder::from_env(
+        env_logger::Env::default()
+            .default_filter_or("warn,preemptible_groth16::groth16::generator=info"),
+    )
+    .format_timestamp_millis()
+    .init();
     let a = match parse() {
         Ok(a) => a,
         Err(e) => {

@@ -41,7 +41,9 @@
 //! Module map (see `docs/ARCHITECTURE.md`): [`multicore`] owns the thread pool, [`multiexp`] the
 //! Pippenger multi-scalar multiplication, [`domain`] the FFTs, [`groth16`] the protocol.
 #![deny(missing_docs, rustdoc::broken_intra_doc_links)]
-// `unsafe` is allowed only in the OpenCL layer (kernel launches), each block with a SAFETY note.
+// `unsafe` is allowed only with the `gpu` feature, each block with a SAFETY note: the OpenCL
+// layer's kernel launches, and three Linux system calls (`free.rs`: `madvise`, `sysconf`;
+// `multicore.rs`: `sched_setscheduler`).
 #![cfg_attr(not(feature = "gpu"), forbid(unsafe_code))]
 #![cfg_attr(feature = "gpu", deny(unsafe_code))]
 

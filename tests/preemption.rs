@@ -456,7 +456,8 @@ fn an_unusable_lock_directory_means_a_cpu_run() {
 /// quotient) on the CPU, without failing the device; when not even one chunk fits, the CPU does
 /// everything. The report counts each out-of-memory; both proofs verify and every chunk is
 /// computed exactly once (`prove`). (Cutting a run of several chunks after running out of memory
-/// is `scheduler::next_batch`'s unit test: the fake devices' speed here keeps runs at one chunk.)
+/// is `scheduler::batch::next_batch`'s unit test: the fake devices' speed here keeps runs at one
+/// chunk.)
 /// The lock directory deleted under a running low prover: the holder notices at its next probe
 /// (its lock file is no longer the one at the path) and gives the device up; a high prover
 /// started after that makes the directory again and takes the device; both proofs verify and

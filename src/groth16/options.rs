@@ -162,7 +162,8 @@ pub struct ProofReport {
     /// loop (none should be): a preempted prover returns to a free device at its next chunk
     /// boundary, not after the rest of its multiexp.
     pub cpu_chunks_without_retry: u64,
-    /// Time spent waiting for a device held by a lower priority to be handed over.
+    /// Time spent waiting for a device: at the proof's start for a lower priority's hand-over,
+    /// and for a put-off quotient's device while higher priorities held them.
     pub wait: Duration,
     /// The longest hand-over this prover saw as the requester: from asking for a device held by
     /// a lower priority until holding it.

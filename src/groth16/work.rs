@@ -45,6 +45,9 @@ pub(super) struct Work {
     quotient_steps_on_gpu: u64,
     /// Of those, steps of the first try kept when it was interrupted.
     quotient_first_try_steps: u64,
+    /// Time the put-off quotient waited for a device (its tries that found every device busy,
+    /// and the sleeps between tries).
+    quotient_wait: Duration,
     /// Whether the quotient's first try on a device goes in steps
     /// ([`ProveOptions::stepped_quotient_from`]).
     #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
@@ -67,6 +70,7 @@ impl Work {
             quotient_deferred: false,
             quotient_steps_on_gpu: 0,
             quotient_first_try_steps: 0,
+            quotient_wait: Duration::ZERO,
             stepped_first_try: options.priority == Priority::Low
                 && domain_size >= options.stepped_quotient_from,
             begun: Instant::now(),
@@ -99,7 +103,11 @@ impl Work {
             let started = Instant::now();
             loop {
                 let before = steps.steps_done();
+                let tried = Instant::now();
                 let result = claim.quotient_steps(&mut steps);
+                if matches!(result, QuotientOnGpu::Busy) {
+                    self.quotient_wait += tried.elapsed();
+                }
                 // Inputs a device moved to the coset, and the last step if it finished.
                 self.quotient_steps_on_gpu += steps.steps_done().saturating_sub(before) as u64;
                 match result {
@@ -110,6 +118,7 @@ impl Work {
                     }
                     QuotientOnGpu::Preempted | QuotientOnGpu::Busy if started.elapsed() < most => {
                         std::thread::sleep(QUOTIENT_RETRY_SLEEP);
+                        self.quotient_wait += QUOTIENT_RETRY_SLEEP;
                     }
                     QuotientOnGpu::Preempted | QuotientOnGpu::Busy => {
                         log::info!(
@@ -235,6 +244,7 @@ impl Work {
         report.quotient_deferred |= self.quotient_deferred;
         report.quotient_steps_on_gpu += self.quotient_steps_on_gpu;
         report.quotient_first_try_steps += self.quotient_first_try_steps;
+        report.wait += self.quotient_wait;
         #[cfg(feature = "gpu")]
         if let Some(claim) = self.claim {
             claim.finish(report);

@@ -1,6 +1,6 @@
 // Multiexp by sorting terms into buckets (Pippenger with c-bit signed windows, c up to 16).
 // Bucket k = w * B + b (B = 2^(c-1)) of window w holds the terms whose digit in w is +-(b + 1).
-// The host drives six steps (src/gpu/multiexp/mod.rs; the folds' planning in fold.rs):
+// The host drives six steps (src/gpu/multiexp/sort.rs and sums.rs; the folds' planning in fold.rs):
 //   count     counts[k] = terms in bucket k (atomics);
 //   offsets   offsets = exclusive prefix sums of counts (and their total), cursor = a copy, in
 //             three small launches; then the few buckets long enough to need planned folds are

@@ -82,6 +82,8 @@ struct Shared {
     asking: HashMap<String, (PriorityFlag, Instant)>,
     /// Whether this prover lost a device (a later take is a return).
     lost: bool,
+    /// When it last gave one up to a higher priority (logged with a return).
+    lost_at: Option<Instant>,
     /// The most chunks per call after a device ran out of memory, per device and group.
     batch_cap: HashMap<(String, &'static str), usize>,
 }

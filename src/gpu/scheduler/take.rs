@@ -23,6 +23,11 @@ impl ClaimInner {
         if got || !self.may_wait || self.shared().asking.is_empty() {
             return;
         }
+        log::info!(
+            "gpu: {} prover waits for a lower priority to hand a device over (at most \
+             {MAX_START_WAIT:.0?})",
+            self.priority
+        );
         let start = Instant::now();
         let mut got = false;
         let mut step = WAIT_STEPS.0;
@@ -108,7 +113,12 @@ impl ClaimInner {
         }
         if s.lost {
             s.stats.returns_to_gpu += 1;
-            log::info!("gpu: {} prover back on {}", self.priority, device.id);
+            let off = s.lost_at.map_or(Duration::ZERO, |at| at.elapsed());
+            log::info!(
+                "gpu: {} prover back on {} ({off:.2?} after it last yielded a device)",
+                self.priority,
+                device.id
+            );
         }
         Ok(Some(LockedKernel::new(device, lock, probe, flag)))
     }
