@@ -4,9 +4,9 @@
 //! cargo run --release --features gpu --example gpu_status -- [--watch SECONDS]
 //! ```
 //! Lists every OpenCL device this crate would use (or the fake devices of
-//! `PREEMPTIBLE_GROTH16_FAKE_GPUS`) with its holder (pid, priority, since when) and the priority
-//! levels whose request flag is raised, from the lock directory (`PREEMPTIBLE_GROTH16_LOCK_DIR`,
-//! else the temp directory). `--watch` repeats every half second for that long.
+//! `PREEMPTIBLE_GROTH16_FAKE_GPUS`) with its holder (pid, priority, since when) and the provers
+//! waiting for it (their priority, and on Linux their pids), from the lock directory
+//! (`PREEMPTIBLE_GROTH16_LOCK_DIR`, else the temp directory). `--watch` repeats every half second for that long.
 
 #[cfg(feature = "gpu")]
 fn main() {
@@ -58,14 +58,27 @@ fn main() {
                         ),
                         None => "free".to_string(),
                     };
-                    let wanted: Vec<&str> = d.wanted_at.iter().map(|p| p.name()).collect();
+                    // A holder keeps its own level's flag raised: only the levels above it
+                    // wait (`DeviceStatus::waiting`).
+                    let waiting: Vec<String> = d
+                        .waiting
+                        .iter()
+                        .map(|w| {
+                            let pids: Vec<String> = w.pids.iter().map(u32::to_string).collect();
+                            if pids.is_empty() {
+                                w.priority.name().to_string()
+                            } else {
+                                format!("{} (pid {})", w.priority.name(), pids.join(", "))
+                            }
+                        })
+                        .collect();
                     println!(
-                        "  {:<24} {holder}; wanted at: {}",
+                        "  {:<24} {holder}; waiting: {}",
                         d.device,
-                        if wanted.is_empty() {
+                        if waiting.is_empty() {
                             "-".to_string()
                         } else {
-                            wanted.join(", ")
+                            waiting.join(", ")
                         }
                     );
                 }

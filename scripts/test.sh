@@ -14,3 +14,4 @@ scripts/install-opencl.sh
 
 # The test profile is optimised (Cargo.toml), so the proofs in the tests take seconds.
 cargo test --all-features
+scripts/examples-smoke.sh

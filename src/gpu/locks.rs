@@ -15,8 +15,9 @@
 //!
 //! 1. At most one [`GpuLock`] per device exists at any time, across all processes.
 //! 2. A prover raises the flag of its own level only; holders probe only levels strictly above
-//!    their own. So nobody yields to itself or to its equals: equal levels queue, they do not
-//!    preempt (the seed's self-preemption bug cannot happen).
+//!    their own. So nobody yields to itself or to its equals (the seed's self-preemption bug
+//!    cannot happen): a prover that finds the device held at its own level computes on the CPU
+//!    and takes the device at a chunk boundary once it is free, in no fixed order among equals.
 //! 3. Every lock is a `flock` on an open file description, released by the kernel when the file
 //!    is closed or its process dies: a crash at any point leaves nothing locked. A lock file's
 //!    text may be stale after a crash; it is trusted only while the file is locked.
@@ -48,9 +49,13 @@
 use crate::groth16::Priority;
 use fs2::FileExt;
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+mod status;
+
+pub use status::{holder_text, status, DeviceStatus, Holder, Waiting};
 
 /// Environment variable naming the lock directory (default: `std::env::temp_dir()`).
 pub const LOCK_DIR_ENV: &str = "PREEMPTIBLE_GROTH16_LOCK_DIR";
@@ -322,93 +327,6 @@ fn flag_raised(path: &Path, file: &File) -> Result<bool, LockError> {
     Ok(raised)
 }
 
-/// Who holds a device, as its lock file says.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Holder {
-    /// The holder's process id.
-    pub pid: u32,
-    /// Its priority.
-    pub priority: Priority,
-    /// When it took the device, in milliseconds since the Unix epoch.
-    pub since_unix_ms: u128,
-}
-
-/// The holder named in `device`'s lock file, read without locking: callers use it right after a
-/// failed [`GpuLock::try_acquire`], when the device is held. `None` if the text is missing or
-/// partly written.
-pub fn holder_text(dir: &Path, device: &str) -> Option<Holder> {
-    let mut text = String::new();
-    File::open(lock_path(dir, device))
-        .ok()?
-        .read_to_string(&mut text)
-        .ok()?;
-    let mut parts = text.split_whitespace();
-    let pid = parts.next()?.parse().ok()?;
-    let priority = Priority::from_level(parts.next()?.parse().ok()?)?;
-    let since_unix_ms = parts.next()?.parse().ok()?;
-    Some(Holder {
-        pid,
-        priority,
-        since_unix_ms,
-    })
-}
-
-/// One device as the status view shows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceStatus {
-    /// The device's id.
-    pub device: String,
-    /// Who holds it, if anyone (checked by a try-lock, so a dead holder's text is not shown).
-    pub holder: Option<Holder>,
-    /// The levels whose flag is raised: provers waiting for or using the device.
-    pub wanted_at: Vec<Priority>,
-}
-
-/// Who holds each of `devices` and which levels want them. Probing takes each file's lock for
-/// two system calls, so a prover trying to take a device at that very moment may find it busy
-/// once and retry at its next chunk.
-pub fn status(dir: &Path, devices: &[String]) -> Result<Vec<DeviceStatus>, LockError> {
-    if !dir.exists() {
-        // Nobody has used the directory yet: every device is free.
-        return Ok(devices
-            .iter()
-            .map(|device| DeviceStatus {
-                device: device.clone(),
-                holder: None,
-                wanted_at: Vec::new(),
-            })
-            .collect());
-    }
-    devices
-        .iter()
-        .map(|device| {
-            let path = lock_path(dir, device);
-            let file = open(&path)?;
-            let holder = match FileExt::try_lock_shared(&file) {
-                Ok(()) => {
-                    let _ = FileExt::unlock(&file);
-                    None
-                }
-                Err(e) if would_block(&e) => holder_text(dir, device),
-                Err(source) => return Err(LockError { path, source }),
-            };
-            let mut wanted_at = Vec::new();
-            for p in Priority::ALL {
-                let path = flag_path(dir, device, p);
-                let file = open(&path)?;
-                if flag_raised(&path, &file)? {
-                    wanted_at.push(p);
-                }
-            }
-            Ok(DeviceStatus {
-                device: device.clone(),
-                holder,
-                wanted_at,
-            })
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -526,22 +444,6 @@ mod tests {
         });
         assert!(seen, "a raised flag was missed beside busy status views");
         assert_eq!(spurious, 0, "probes read other probes as requests");
-    }
-
-    #[test]
-    fn status_shows_holder_and_wanted_levels() {
-        let d = dir("status");
-        let devices = vec!["x".to_string()];
-        let s = status(&d, &devices).unwrap();
-        assert_eq!(s[0].holder, None);
-        assert!(s[0].wanted_at.is_empty());
-        let _lock = GpuLock::try_acquire(&d, "x", Priority::Normal)
-            .unwrap()
-            .unwrap();
-        let _flag = PriorityFlag::raise(&d, "x", Priority::High).unwrap();
-        let s = status(&d, &devices).unwrap();
-        assert_eq!(s[0].holder.as_ref().unwrap().priority, Priority::Normal);
-        assert_eq!(s[0].wanted_at, vec![Priority::High]);
     }
 
     #[test]

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The examples as an operator runs them, at small sizes, on fake devices where a GPU is needed:
+# a prover's JSON reports, the demo's timeline and chart, and the status view reading lock files
+# that another process holds. Called by scripts/test.sh after the tests; fails on the first
+# thing missing.
+#
+#   scripts/examples-smoke.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export PREEMPTIBLE_GROTH16_LOCK_DIR="$work/locks"
+fail() {
+    echo "examples-smoke: $*" >&2
+    exit 1
+}
+example() {
+    cargo run -q --all-features --example "$@"
+}
+
+# 1. Two proofs with JSON reports: each verified, with the fields the issue names.
+out=$(PREEMPTIBLE_GROTH16_FAKE_GPUS=1 example prover -- --circuit squares --log2-constraints 10 \
+    --priority low --proofs 2 --json)
+[ "$(grep -c '"verified":true' <<<"$out")" = 2 ] || fail "prover --json: two verified proofs expected: $out"
+for key in verified priority total_ms gpu_chunks cpu_chunks preemptions returns_to_gpu wait_ms handover_ms; do
+    grep -q "\"$key\":" <<<"$out" || fail "prover --json: no $key in: $out"
+done
+grep -q '"gpu_chunks":0,' <<<"$out" && fail "prover on a fake device: no chunk on it: $out"
+
+# 2. The demo on a fake device: every proof verified, the hand-overs counted, a chart written.
+example prover -- --demo --fake --low 12 --high 10 --rounds 2 --svg "$work/t.svg" >"$work/demo.log" 2>&1 ||
+    fail "demo failed: $(tail -5 "$work/demo.log")"
+grep -q "verified false" "$work/demo.log" && fail "demo: a proof did not verify"
+grep -q "2 high-priority proofs, .* took the GPU from a low one; hand-over: p50" "$work/demo.log" ||
+    fail "demo: no hand-over summary: $(tail -5 "$work/demo.log")"
+grep -q "<svg" "$work/t.svg" || fail "demo: no SVG chart"
+
+# 3. The status view, beside a process holding fake-0 at low priority and a high flag on it.
+mkdir -p "$PREEMPTIBLE_GROTH16_LOCK_DIR"
+python3 - "$PREEMPTIBLE_GROTH16_LOCK_DIR" <<'PY' &
+import fcntl, os, sys, time
+d = sys.argv[1]
+lock = open(os.path.join(d, "pg16-fake-0.lock"), "a+")
+fcntl.flock(lock, fcntl.LOCK_EX)
+lock.truncate(0)
+lock.write(f"{os.getpid()} 0 {int(time.time() * 1000)}\n")
+lock.flush()
+flag = open(os.path.join(d, "pg16-fake-0.want-2.flag"), "a+")
+fcntl.flock(flag, fcntl.LOCK_SH)
+open(os.path.join(d, "ready"), "w").close()
+time.sleep(30)
+PY
+holder=$!
+for _ in $(seq 100); do [ -e "$PREEMPTIBLE_GROTH16_LOCK_DIR/ready" ] && break; sleep 0.1; done
+status=$(PREEMPTIBLE_GROTH16_FAKE_GPUS=1 example gpu_status)
+kill "$holder"
+grep -q "fake-0 .*held by pid $holder at low priority" <<<"$status" || fail "gpu_status: no holder: $status"
+if [ "$(uname)" = Linux ]; then
+    grep -q "waiting: high (pid $holder)" <<<"$status" || fail "gpu_status: no waiter: $status"
+else
+    grep -q "waiting: high" <<<"$status" || fail "gpu_status: no waiter: $status"
+fi
+echo "examples-smoke: prover --json, the demo and gpu_status ok"
