@@ -8,8 +8,10 @@ use circuits::{mimc, mimc_constants, MiMC, Sha256Preimage, Squares};
 use ff::Field;
 use group::{Curve, Group};
 use preemptible_groth16::groth16::{
-    create_proof, create_random_proof, create_random_proof_batch, generate_random_parameters,
-    prepare_verifying_key, verify_proof, verify_proofs_batch, Parameters, Proof, VerificationError,
+    create_proof, create_proof_batch_priority, create_proof_in_priority, create_random_proof,
+    create_random_proof_batch, create_random_proof_batch_priority, create_random_proof_in_priority,
+    generate_random_parameters, prepare_verifying_key, verify_proof, verify_proofs_batch,
+    Parameters, Proof, VerificationError,
 };
 use preemptible_groth16::SynthesisError;
 use rand::SeedableRng;
@@ -227,6 +229,41 @@ fn batch_prove_and_batch_verify() {
 
     assert!(verify_proofs_batch(&pvk, rng, &[], &[]).unwrap());
     assert!(verify_proofs_batch(&pvk, rng, &refs, &inputs[..3]).is_err());
+    // A member with the wrong number of public inputs is an error, not a false.
+    let mut short_inputs = inputs.clone();
+    short_inputs[1].clear();
+    assert_eq!(
+        verify_proofs_batch(&pvk, rng, &refs, &short_inputs),
+        Err(VerificationError::WrongInputCount {
+            expected: 1,
+            got: 0
+        })
+    );
+}
+
+/// bellperson's names: a bool for the priority (true: high), the same proofs.
+#[test]
+fn bellpersons_priority_entry_points_prove() {
+    let rng = &mut rng(11);
+    let c = Squares { n: 12 };
+    let params = generate_random_parameters(c, rng).unwrap();
+    let pvk = prepare_verifying_key(&params.vk);
+    let inputs = [c.output::<Scalar>()];
+    let (r, s) = (Scalar::from(7u64), Scalar::from(9u64));
+    for priority in [false, true] {
+        let fixed = create_proof_in_priority(c, &params, r, s, priority).unwrap();
+        assert_eq!(fixed, create_proof(c, &params, r, s).unwrap());
+        let random = create_random_proof_in_priority(c, &params, rng, priority).unwrap();
+        let batch =
+            create_proof_batch_priority(vec![c; 2], &params, vec![r; 2], vec![s; 2], priority)
+                .unwrap();
+        assert_eq!(batch, vec![fixed; 2]);
+        let random_batch =
+            create_random_proof_batch_priority(vec![c; 2], &params, rng, priority).unwrap();
+        for p in [&fixed, &random].into_iter().chain(&random_batch) {
+            assert!(verify_proof(&pvk, p, &inputs).unwrap());
+        }
+    }
 }
 
 #[test]

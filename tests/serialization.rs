@@ -185,6 +185,31 @@ fn invalid_points_are_rejected() {
         Err(ReadError::PointAtInfinity { .. })
     ));
 
+    // G2 points off the curve: in the B query, and the verifying key's beta.
+    let first_b_g2 = section_offsets(&params)[5] + 4;
+    let mut off_curve_g2 = bytes.clone();
+    off_curve_g2[first_b_g2 + 191] ^= 1;
+    for checked in [true, false] {
+        assert!(matches!(
+            Parameters::read(&off_curve_g2[..], checked),
+            Err(ReadError::InvalidPoint {
+                section: "b_g2",
+                index: 0
+            })
+        ));
+    }
+    let mut vk_off_curve = Vec::new();
+    params.vk.write(&mut vk_off_curve).unwrap();
+    let beta_g2 = 96 * 2;
+    vk_off_curve[beta_g2 + 191] ^= 1;
+    assert!(matches!(
+        VerifyingKey::read(&vk_off_curve[..]),
+        Err(ReadError::InvalidPoint {
+            section: "vk.beta_g2",
+            ..
+        })
+    ));
+
     // A proof with a point outside the subgroup, or garbage.
     let mut p = proof.to_bytes();
     p[..48].copy_from_slice(outsider.to_bytes().as_ref());
