@@ -220,3 +220,95 @@ fn a_high_process_preempts_a_low_process_on_the_opencl_device() {
         "{low}"
     );
 }
+
+/// Behaviour 7, the next holder a prover: whenever the holder is killed (just after it took the
+/// device, or later in its proof), a prover started next gets the device without waiting.
+#[test]
+fn killing_the_holder_at_any_moment_lets_the_next_prover_in_at_once() {
+    let _g = setup("kill-holder-prover");
+    for delay_ms in [0, 40, 150] {
+        let mut low = spawn_child(Priority::Low, 15);
+        let low_pid = low.id();
+        wait_until("the low child holds fake-0", || {
+            holder_pid() == Some(low_pid)
+        });
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        low.kill().unwrap(); // SIGKILL
+        low.wait().unwrap();
+        let next = report_of(spawn_child(Priority::Normal, 12));
+        assert!(next.contains("\"verified\":true"), "{next}");
+        assert_eq!(field(&next, "wait_ms"), Some(0.0), "{delay_ms} ms: {next}");
+        assert!(
+            field(&next, "handover_ms").is_none(),
+            "{delay_ms} ms: {next}"
+        );
+        assert!(
+            field(&next, "gpu_chunks").unwrap() > 0.0,
+            "{delay_ms} ms: {next}"
+        );
+        assert_eq!(holder_pid(), None, "nothing left locked");
+    }
+}
+
+/// Behaviour 7, the requester killed after it took the device from a lower prover: the device
+/// is free again at once and the preempted prover (a process) returns to it and finishes.
+#[test]
+fn killing_a_requester_that_took_the_device_gives_it_back_to_the_preempted_prover() {
+    let _g = setup("kill-taker");
+    let low = spawn_child(Priority::Low, 15);
+    let low_pid = low.id();
+    wait_until("the low child holds fake-0", || {
+        holder_pid() == Some(low_pid)
+    });
+    let mut high = spawn_child(Priority::High, 13);
+    let high_pid = high.id();
+    wait_until("the high child took fake-0", || {
+        holder_pid() == Some(high_pid)
+    });
+    high.kill().unwrap();
+    high.wait().unwrap();
+    let low = report_of(low);
+    assert!(low.contains("\"verified\":true"), "{low}");
+    assert!(field(&low, "preemptions").unwrap() >= 1.0, "{low}");
+    assert!(field(&low, "returns_to_gpu").unwrap() >= 1.0, "{low}");
+    assert_eq!(
+        field(&low, "gpu_chunks").unwrap() + field(&low, "cpu_chunks").unwrap(),
+        field(&low, "total_chunks").unwrap(),
+        "{low}"
+    );
+    assert_eq!(holder_pid(), None, "nothing left locked");
+}
+
+/// Behaviour 4 across processes, the seed's case: a normal prover takes the device from a low
+/// one, a high one takes it from the normal one, and both lower ones finish (on the CPU beside
+/// each other, and back on the device when it is free). Every proof verifies.
+#[test]
+fn three_processes_at_three_levels_each_higher_one_takes_over() {
+    let _g = setup("three-levels");
+    let low = spawn_child(Priority::Low, 15);
+    let low_pid = low.id();
+    wait_until("the low child holds fake-0", || {
+        holder_pid() == Some(low_pid)
+    });
+    let normal = spawn_child(Priority::Normal, 15);
+    let normal_pid = normal.id();
+    wait_until("the normal child took fake-0", || {
+        holder_pid() == Some(normal_pid)
+    });
+    let high = report_of(spawn_child(Priority::High, 12));
+    let (normal, low) = (report_of(normal), report_of(low));
+    for r in [&high, &normal, &low] {
+        assert!(r.contains("\"verified\":true"), "{r}");
+        assert_eq!(
+            field(r, "gpu_chunks").unwrap() + field(r, "cpu_chunks").unwrap(),
+            field(r, "total_chunks").unwrap(),
+            "{r}"
+        );
+    }
+    assert!(field(&high, "handover_ms").is_some(), "{high}");
+    assert_eq!(field(&high, "preemptions"), Some(0.0), "{high}");
+    assert!(field(&normal, "handover_ms").is_some(), "{normal}");
+    assert!(field(&normal, "preemptions").unwrap() >= 1.0, "{normal}");
+    assert!(field(&low, "preemptions").unwrap() >= 1.0, "{low}");
+    assert!(field(&low, "cpu_chunks").unwrap() > 0.0, "{low}");
+}
