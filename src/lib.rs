@@ -58,6 +58,11 @@ pub mod multiexp;
 
 #[cfg(feature = "gpu")]
 pub mod gpu;
+/// The GPU API without the `gpu` feature: [`gpu::PriorityGuard`] and [`gpu::gpu_is_available`]
+/// with the same signatures, claiming and finding nothing.
+#[cfg(not(feature = "gpu"))]
+#[path = "gpu_off.rs"]
+pub mod gpu;
 
 pub use bellpepper_core::{
     Circuit, ConstraintSystem, Index, LinearCombination, Namespace, SynthesisError, Variable,
