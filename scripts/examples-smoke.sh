@@ -28,6 +28,13 @@ for key in verified priority total_ms gpu_chunks cpu_chunks preemptions returns_
 done
 grep -q '"gpu_chunks":0,' <<<"$out" && fail "prover on a fake device: no chunk on it: $out"
 
+# A cached parameter file cut short is reported and made anew; the proof still verifies.
+params=params-cache/squares-10.params
+head -c "$(($(stat -c %s "$params") / 2))" "$params" >"$work/half" && cp "$work/half" "$params"
+out=$(example prover -- --circuit squares --log2-constraints 10 --proofs 1 --json 2>"$work/err")
+grep -q "unusable" "$work/err" || fail "a truncated parameter cache was not reported: $(cat "$work/err")"
+grep -q '"verified":true' <<<"$out" || fail "no verified proof after a truncated cache: $out"
+
 # 2. The demo on a fake device: every proof verified, the hand-overs counted, a chart written.
 example prover -- --demo --fake --low 12 --high 10 --rounds 2 --svg "$work/t.svg" >"$work/demo.log" 2>&1 ||
     fail "demo failed: $(tail -5 "$work/demo.log")"

@@ -28,6 +28,18 @@ fn programs_come_from_the_disk_cache_the_second_time() {
         again.from_disk_cache,
         "second build came from the disk cache"
     );
+    // A corrupt cached binary (overwritten, or cut short) is ignored with a warning and the
+    // program built from source again, which replaces the file.
+    let cached = files[0].as_ref().unwrap().path();
+    for corrupt in [&b"not a program binary"[..], &[][..]] {
+        std::fs::write(&cached, corrupt).unwrap();
+        program::clear_memory_cache();
+        let rebuilt = program::build(&dev, &src, "").expect("built from source again");
+        assert!(!rebuilt.from_disk_cache);
+        program::clear_memory_cache();
+        let reloaded = program::build(&dev, &src, "").expect("load");
+        assert!(reloaded.from_disk_cache, "the rebuilt binary was cached");
+    }
     // A different option string is another key: built from source again, then cached too.
     let other = program::build(&dev, &src, "-cl-mad-enable").expect("build");
     assert!(!other.from_disk_cache);
