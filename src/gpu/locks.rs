@@ -216,9 +216,18 @@ impl GpuLock {
 }
 
 impl Drop for GpuLock {
+    /// Empties the holder's text and unlocks. Neither failing loses the device for anyone (the
+    /// kernel drops the lock when the file closes, right after); both are logged at debug level.
     fn drop(&mut self) {
-        let _ = self.file.set_len(0);
-        let _ = FileExt::unlock(&self.file);
+        if let Err(e) = self.file.set_len(0) {
+            log::debug!("gpu: could not empty {}: {e}", self.path.display());
+        }
+        if let Err(e) = FileExt::unlock(&self.file) {
+            log::debug!(
+                "gpu: could not unlock {} (the close releases it): {e}",
+                self.path.display()
+            );
+        }
     }
 }
 
