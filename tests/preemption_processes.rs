@@ -13,7 +13,9 @@ mod reports;
 use circuits::Squares;
 use preemptible_groth16::gpu::device::{self, Selection, CPU_ENV};
 use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
-use preemptible_groth16::gpu::locks::{self, GpuLock, HigherPriorityProbe, LOCK_DIR_ENV};
+use preemptible_groth16::gpu::locks::{
+    self, GpuLock, HigherPriorityProbe, PriorityFlag, LOCK_DIR_ENV,
+};
 use preemptible_groth16::groth16::{generate_random_parameters, Priority, ProveOptions};
 use rand::thread_rng;
 use reports::{field, prove_and_print, report_in};
@@ -25,6 +27,8 @@ const CHILD_ENV: &str = "PG16_CHILD";
 /// Set for a child that proves on the OpenCL device (PoCL in CI) instead of the fake one.
 const CHILD_OPENCL_ENV: &str = "PG16_CHILD_OPENCL";
 const FAKES: &str = "1:4000";
+/// Set for a child that may use only these devices (comma-separated ids).
+const CHILD_DEVICES_ENV: &str = "PG16_CHILD_DEVICES";
 
 /// The child's side: `PG16_CHILD=priority:log2-constraints` proves once on `fake-0` and prints
 /// `REPORT {"verified":..., ...}`.
@@ -42,9 +46,13 @@ fn child_prover() {
     } else {
         1 << 12
     };
+    let devices = std::env::var(CHILD_DEVICES_ENV)
+        .ok()
+        .map(|d| d.split(',').map(str::to_string).collect());
     let options = ProveOptions {
         priority,
         chunk_terms,
+        devices,
         ..ProveOptions::default()
     };
     println!("READY");
@@ -64,10 +72,17 @@ fn setup(name: &str) -> MutexGuard<'static, ()> {
 }
 
 fn spawn_child(priority: Priority, k: u32) -> Child {
-    child_command(priority, k)
-        .env(FAKE_GPUS_ENV, FAKES)
-        .spawn()
-        .expect("re-execute the test binary")
+    spawn_child_with(priority, k, &[])
+}
+
+/// A child on fake devices with more environment (`FAKE_GPUS_ENV` there overrides [`FAKES`]).
+fn spawn_child_with(priority: Priority, k: u32, env: &[(&str, &str)]) -> Child {
+    let mut c = child_command(priority, k);
+    c.env(FAKE_GPUS_ENV, FAKES);
+    for (key, value) in env {
+        c.env(key, value);
+    }
+    c.spawn().expect("re-execute the test binary")
 }
 
 /// A child on the OpenCL device (PoCL admitted) instead of the fake one.
@@ -311,4 +326,92 @@ fn three_processes_at_three_levels_each_higher_one_takes_over() {
     assert!(field(&normal, "preemptions").unwrap() >= 1.0, "{normal}");
     assert!(field(&low, "preemptions").unwrap() >= 1.0, "{low}");
     assert!(field(&low, "cpu_chunks").unwrap() > 0.0, "{low}");
+}
+
+/// Behaviour 5 across processes: a prover is not held back by its own level's flag raised by
+/// another process (a priority guard there, or an equal prover), nor by its own.
+#[test]
+fn a_process_does_not_yield_to_its_own_level() {
+    let _g = setup("own-level");
+    let _guard = PriorityFlag::raise(&locks::lock_dir(), "fake-0", Priority::Normal).unwrap();
+    let normal = report_of(spawn_child(Priority::Normal, 13));
+    assert!(normal.contains("\"verified\":true"), "{normal}");
+    assert!(field(&normal, "gpu_chunks").unwrap() > 0.0, "{normal}");
+    assert_eq!(field(&normal, "preemptions"), Some(0.0), "{normal}");
+}
+
+/// User plus system CPU time of process `pid` so far, from `/proc/<pid>/stat` (Linux; clock
+/// ticks of 10 ms).
+#[cfg(target_os = "linux")]
+fn cpu_time_of(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    Duration::from_millis(ticks * 10)
+}
+
+/// Behaviour 6 across processes: a high prover process waiting for a device that a low holder
+/// does not give up sleeps (under 5% of a core), then takes the device when it is released.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_waiting_process_sleeps() {
+    let _g = setup("sleeping-process");
+    let dir = locks::lock_dir();
+    let lock = GpuLock::try_acquire(&dir, "fake-0", Priority::Low)
+        .unwrap()
+        .unwrap();
+    let probe = HigherPriorityProbe::open(&dir, "fake-0", Priority::Low).unwrap();
+    let high = spawn_child(Priority::High, 12);
+    let pid = high.id();
+    wait_until("the high child asks for fake-0", || {
+        probe.anyone_waiting().unwrap()
+    });
+    let (cpu, wall) = (cpu_time_of(pid), Instant::now());
+    std::thread::sleep(Duration::from_millis(1500));
+    let used = cpu_time_of(pid) - cpu;
+    let window = wall.elapsed();
+    drop(lock);
+    let high = report_of(high);
+    assert!(
+        used.as_secs_f64() < 0.05 * window.as_secs_f64(),
+        "the waiting process used {used:?} of CPU in {window:?}"
+    );
+    assert!(high.contains("\"verified\":true"), "{high}");
+    assert!(field(&high, "wait_ms").unwrap() > 1000.0, "{high}");
+    assert!(field(&high, "gpu_chunks").unwrap() > 0.0, "{high}");
+}
+
+/// Behaviour 8 across processes: a lock directory that cannot be made (a path below a regular
+/// file) means a CPU proof, which verifies.
+#[test]
+fn a_process_with_an_unusable_lock_directory_proves_on_the_cpu() {
+    let _g = setup("unusable-dir");
+    let file = locks::lock_dir().join("not-a-dir");
+    std::fs::write(&file, b"").unwrap();
+    let bad = file.join("locks");
+    let child = spawn_child_with(Priority::High, 12, &[(LOCK_DIR_ENV, bad.to_str().unwrap())]);
+    let report = report_of(child);
+    assert!(report.contains("\"verified\":true"), "{report}");
+    assert_eq!(field(&report, "gpu_chunks"), Some(0.0), "{report}");
+}
+
+/// Behaviour 9 across processes: with two devices and a low process on one, a high process takes
+/// the free one and preempts nobody; each device has its own lock.
+#[test]
+fn a_high_process_takes_a_free_device_before_preempting() {
+    let _g = setup("two-devices");
+    let two = [(FAKE_GPUS_ENV, "2:4000")];
+    let low = spawn_child_with(Priority::Low, 15, &[two[0], (CHILD_DEVICES_ENV, "fake-0")]);
+    let low_pid = low.id();
+    wait_until("the low child holds fake-0", || {
+        holder_pid() == Some(low_pid)
+    });
+    let high = report_of(spawn_child_with(Priority::High, 12, &two));
+    let low = report_of(low);
+    assert!(high.contains("\"verified\":true"), "{high}");
+    assert!(low.contains("\"verified\":true"), "{low}");
+    assert!(field(&high, "handover_ms").is_none(), "{high}");
+    assert!(high.contains("\"fake-1\":"), "{high}");
+    assert_eq!(field(&low, "preemptions"), Some(0.0), "{low}");
 }
