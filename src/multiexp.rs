@@ -43,7 +43,7 @@ impl From<&Scalar> for ScalarRepr {
 
 impl ScalarRepr {
     /// The scalar whose canonical integer is `limbs` (least significant first), which must be
-    /// below the group order: from a device that made it so ([`crate::gpu::fft`] checks).
+    /// below the group order: from a device that made it so (the GPU quotient checks).
     #[cfg(feature = "gpu")]
     pub(crate) fn from_canonical_limbs(limbs: [u64; 4]) -> ScalarRepr {
         ScalarRepr(limbs)

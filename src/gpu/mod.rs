@@ -19,6 +19,7 @@ mod multiexp;
 pub mod program;
 pub mod scheduler;
 pub mod source;
+mod staging;
 
 pub use device::{Device, Selection};
 pub use error::GpuError;

@@ -9,9 +9,9 @@
 //! The cache directory is `PREEMPTIBLE_GROTH16_CACHE_DIR`, else `$XDG_CACHE_HOME` or
 //! `$HOME/.cache` with `preemptible-groth16/` appended, else a folder in the temp directory.
 
-use super::buffer::Staging;
 use super::device::Device;
 use super::error::GpuError;
+use super::staging::Staging;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};

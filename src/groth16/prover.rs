@@ -10,7 +10,7 @@
 //!
 //! where `h` are the coefficients of `(A(x) B(x) - C(x)) / Z(x)` computed by FFTs in
 //! [`crate::domain`]. The `A` and `B` queries store bases only for variables that appear in the
-//! respective matrix, so the prover tracks which do ([`Density`]) and drops the other scalars.
+//! respective matrix, so the prover tracks which do ([`Density`](crate::multiexp::Density)) and drops the other scalars.
 
 use super::assignment::{check_len, synthesize, AssignmentSize, ProvingAssignment};
 use super::options::{Priority, ProofReport, ProveOptions};

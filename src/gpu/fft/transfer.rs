@@ -3,8 +3,9 @@
 
 use super::quotient::QuotientValue;
 use super::{DeviceValues, FftKernel, LIMBS};
-use crate::gpu::buffer::{below, write_limbs, Staging, Take, TrackedBuffer};
+use crate::gpu::buffer::{below, write_limbs, TrackedBuffer};
 use crate::gpu::error::GpuError;
+use crate::gpu::staging::{Staging, Take};
 use crate::multicore;
 use blstrs::Scalar;
 use rayon::prelude::*;

@@ -70,7 +70,7 @@ pub struct MultiexpKernel {
     /// How long a request waits at most for a piece to be finished, in microseconds (0: never).
     finish_grace_us: AtomicU64,
     /// The last bounded piece's pace for each group and window width, for the next piece's
-    /// [`SumsClock`].
+    /// [`SumsClock`](finish::SumsClock).
     paces: Mutex<HashMap<(&'static str, usize), Pace>>,
     /// This kernel's device buffers.
     memory: DeviceMemory,

@@ -3,9 +3,10 @@
 //! pieces it finished when it is stopped, so a preempted call loses only the piece in progress.
 
 use super::{GpuCurve, MultiexpKernel};
-use crate::gpu::buffer::{write_limbs, Staging, TrackedBuffer};
+use crate::gpu::buffer::{write_limbs, TrackedBuffer};
 use crate::gpu::error::GpuError;
 use crate::gpu::program::BuiltProgram;
+use crate::gpu::staging::Staging;
 use crate::multiexp::ScalarRepr;
 use group::Group;
 use std::sync::atomic::{AtomicBool, Ordering};
