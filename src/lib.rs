@@ -42,8 +42,9 @@
 //! Pippenger multi-scalar multiplication, [`domain`] the FFTs, [`groth16`] the protocol.
 #![deny(missing_docs, rustdoc::broken_intra_doc_links)]
 // `unsafe` is allowed only with the `gpu` feature, each block with a SAFETY note: the OpenCL
-// layer's kernel launches, and three Linux system calls (`free.rs`: `madvise`, `sysconf`;
-// `multicore.rs`: `sched_setscheduler`).
+// layer's kernel launches and staging memory (its mapping and the copies through it), and Linux
+// system calls (`free.rs`: `madvise`, `sysconf`; `multicore.rs`: the scheduling policy and
+// nice value of the background pool's threads).
 #![cfg_attr(not(feature = "gpu"), forbid(unsafe_code))]
 #![cfg_attr(feature = "gpu", deny(unsafe_code))]
 

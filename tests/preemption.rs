@@ -308,6 +308,30 @@ fn a_quotient_interrupted_on_the_device_is_put_off_and_done_there_later() {
     assert!(low.device_work_lost >= Duration::from_millis(10), "{low:?}");
 }
 
+/// A put-off quotient that finds every device wanted by a higher priority waits for one (up to
+/// its limit, then the CPU computes it), and the report counts that wait.
+#[test]
+fn a_put_off_quotient_counts_its_wait_for_a_device() {
+    let _g = setup("quotient-wait");
+    let (long, _) = long_and_short();
+    let _slow = slow_fake_quotients(20_000);
+    let low = std::thread::scope(|s| {
+        let low = s.spawn(|| prove(long, &options(Priority::Low, Some("fake-0"))));
+        wait_for_holder("fake-0", Priority::Low);
+        std::thread::sleep(Duration::from_millis(50));
+        // High flags on every device for the rest of the low proof: it yields inside its
+        // quotient and cannot take a device again.
+        let guard = PriorityGuard::acquire(Priority::High).unwrap();
+        let low = low.join().unwrap();
+        drop(guard);
+        low
+    });
+    assert!(low.preemptions >= 1 && low.quotient_deferred, "{low:?}");
+    assert_eq!(low.returns_to_gpu, 0, "{low:?}");
+    // 2^15 values at 0.5 us each: the put-off quotient waited about 16 ms for a device.
+    assert!(low.wait >= Duration::from_millis(12), "{low:?}");
+}
+
 #[test]
 fn a_low_quotient_in_steps_from_its_first_try_keeps_them_when_interrupted() {
     let _g = setup("stepped");
@@ -754,8 +778,9 @@ fn a_proof_inside_another_proofs_thread_does_not_deadlock() {
 fn a_high_prover_waits_less_than_one_chunk_of_the_holder() {
     let _g = setup("one-chunk");
     let (long, short) = long_and_short();
-    // 2^14 terms at 4 us: a chunk takes about 65 ms of fake device time.
-    let chunk_terms = 1 << 14;
+    // 2^15 terms at 4 us: a chunk takes about 131 ms of fake device time (a 65 ms chunk failed
+    // once in 15 runs beside two busy loops on the 2-core development machine).
+    let chunk_terms = 1 << 15;
     let chunk = Duration::from_micros(4 * chunk_terms as u64);
     let low_options = ProveOptions {
         chunk_terms,
@@ -902,7 +927,6 @@ fn a_proof_started_while_its_thread_holds_a_claim_does_not_wait_for_it() {
         inner_options: options(Priority::High, Some("fake-0")),
         inner_report: &inner_report,
     };
-    let started = Instant::now();
     let (proof, outer) = create_random_proof_with_options(
         short.circuit,
         &params,
@@ -919,7 +943,6 @@ fn a_proof_started_while_its_thread_holds_a_claim_does_not_wait_for_it() {
         .expect("the inner proof ran");
     // Waiting for the outer claim's device would have lasted the whole start wait (10 s).
     assert_eq!(inner.wait, Duration::ZERO, "{inner:?}");
-    assert!(started.elapsed() < Duration::from_secs(8), "{inner:?}");
     assert_eq!(
         outer.gpu_chunks_total() + outer.cpu_chunks,
         outer.total_chunks

@@ -408,6 +408,8 @@ fn a_high_process_takes_a_free_device_before_preempting() {
         holder_pid() == Some(low_pid)
     });
     let high = report_of(spawn_child_with(Priority::High, 12, &two));
+    // The low child still held fake-0 when the high one was done: the high one met it there.
+    assert_eq!(holder_pid(), Some(low_pid), "the low child ended first");
     let low = report_of(low);
     assert!(high.contains("\"verified\":true"), "{high}");
     assert!(low.contains("\"verified\":true"), "{low}");

@@ -306,6 +306,10 @@ fn computed_interruptibly<T: Send + 'static>(
     compute: impl FnOnce() -> T + Send + 'static,
     interrupt: &dyn Fn() -> bool,
 ) -> Result<T, GpuError> {
+    // A request already seen starts nothing: interrupted computations run on to their end.
+    if interrupt() {
+        return Err(GpuError::Interrupted);
+    }
     let (sender, result) = std::sync::mpsc::sync_channel(1);
     let spawned = std::thread::Builder::new()
         .name("fake-gpu-kernels".into())

@@ -117,8 +117,9 @@ impl Work {
                         return Ok(h);
                     }
                     QuotientOnGpu::Preempted | QuotientOnGpu::Busy if started.elapsed() < most => {
+                        let slept = Instant::now();
                         std::thread::sleep(QUOTIENT_RETRY_SLEEP);
-                        self.quotient_wait += QUOTIENT_RETRY_SLEEP;
+                        self.quotient_wait += slept.elapsed();
                     }
                     QuotientOnGpu::Preempted | QuotientOnGpu::Busy => {
                         log::info!(

@@ -121,18 +121,22 @@ pub fn status(dir: &Path, devices: &[String]) -> Result<Vec<DeviceStatus>, LockE
 }
 
 /// The processes holding a `flock` on `file`, from `/proc/locks`, whose lines name each lock's
-/// process and file as `pid major:minor:inode` (the device numbers in hex). Empty where that
-/// file does not exist or cannot be read: the pids are for the operator, not the protocol.
+/// process and file as `pid major:minor:inode` (the device numbers in hex). Where no line has
+/// the file's device numbers (on btrfs `stat` gives a subvolume's number, not the one the kernel
+/// prints), lines with its inode are taken. Empty where that file cannot be read, and without
+/// pid 0 (a process the kernel does not show in this pid namespace): the pids are for the
+/// operator, not the protocol.
 #[cfg(target_os = "linux")]
 fn flock_pids(file: &File) -> Vec<u32> {
     use std::os::unix::fs::MetadataExt;
     let (Ok(meta), Ok(locks)) = (file.metadata(), std::fs::read_to_string("/proc/locks")) else {
         return Vec::new();
     };
-    let dev = meta.dev();
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    let want = format!("{major:02x}:{minor:02x}:{}", meta.ino());
-    let mut pids: Vec<u32> = locks
+    let (major, minor) = (libc::major(meta.dev()), libc::minor(meta.dev()));
+    let device = format!("{major:02x}:{minor:02x}");
+    let inode = meta.ino().to_string();
+    // (pid, whether the device numbers match) of each flock held on a file with this inode.
+    let holders: Vec<(u32, bool)> = locks
         .lines()
         .filter_map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
@@ -142,10 +146,16 @@ fn flock_pids(file: &File) -> Vec<u32> {
             if fields.get(at.checked_sub(1)?) == Some(&"->") {
                 return None;
             }
-            (fields.get(at + 4)? == &want.as_str())
-                .then(|| fields.get(at + 3)?.parse().ok())
-                .flatten()
+            let (file_device, file_inode) = fields.get(at + 4)?.rsplit_once(':')?;
+            let pid: u32 = fields.get(at + 3)?.parse().ok()?;
+            (file_inode == inode && pid != 0).then_some((pid, file_device == device))
         })
+        .collect();
+    let exact = holders.iter().any(|&(_, same_device)| same_device);
+    let mut pids: Vec<u32> = holders
+        .into_iter()
+        .filter(|&(_, same_device)| same_device || !exact)
+        .map(|(pid, _)| pid)
         .collect();
     pids.sort_unstable();
     pids.dedup();
@@ -182,6 +192,7 @@ mod tests {
         let s = status(&d, &devices).unwrap();
         assert_eq!(s[0].holder.as_ref().unwrap().priority, Priority::Normal);
         assert_eq!(s[0].wanted_at, vec![Priority::High]);
+        // On Linux /proc/locks names this process as the flag's holder.
         let pids = if cfg!(target_os = "linux") {
             vec![std::process::id()]
         } else {

@@ -211,7 +211,8 @@ impl ClaimInner {
         report.preemptions = s.preemptions;
         report.returns_to_gpu = s.returns_to_gpu;
         report.cpu_chunks_without_retry = s.cpu_chunks_without_retry;
-        report.wait = s.wait;
+        // Added: the prover counts a put-off quotient's wait there too.
+        report.wait += s.wait;
         report.handover = s.handover;
         report.yield_latency = s.yield_latency;
         report.live_device_bytes_at_release = s.live_at_release;
