@@ -950,3 +950,37 @@ fn a_proof_started_while_its_thread_holds_a_claim_does_not_wait_for_it() {
     // The outer proof held the device when the inner one asked, and gave it up.
     assert!(outer.preemptions >= 1, "{outer:?}");
 }
+
+/// Equal levels share without preempting: a normal prover that finds the device held by another
+/// normal one (a service proving back to back) computes on the CPU and takes the device at a
+/// chunk boundary when it is free between the service's proofs, rather than never.
+#[test]
+fn an_equal_prover_gets_the_device_between_a_services_proofs() {
+    let _g = setup("equal-turns");
+    let (long, short) = long_and_short();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (service, other) = std::thread::scope(|s| {
+        let service = s.spawn(|| {
+            let mut reports = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                reports.push(prove(short, &options(Priority::Normal, Some("fake-0"))));
+            }
+            reports
+        });
+        wait_for_holder("fake-0", Priority::Normal);
+        let other = prove(long, &options(Priority::Normal, Some("fake-0")));
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (service.join().unwrap(), other)
+    });
+    assert!(service.len() >= 2, "{} service proofs", service.len());
+    for r in service.iter().chain([&other]) {
+        assert_eq!(r.preemptions, 0, "{r:?}");
+    }
+    assert!(other.gpu_chunks_total() > 0, "{other:?}");
+    eprintln!(
+        "equal turns: {} service proofs; the other prover's chunks: {} on the device, {} on the CPU",
+        service.len(),
+        other.gpu_chunks_total(),
+        other.cpu_chunks
+    );
+}
