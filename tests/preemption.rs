@@ -6,9 +6,14 @@
 
 #[path = "circuits/mod.rs"]
 mod circuits;
+#[cfg(target_os = "linux")]
+#[path = "cpu_time/mod.rs"]
+mod cpu_time;
 
 use blstrs::Scalar;
 use circuits::Squares;
+#[cfg(target_os = "linux")]
+use cpu_time::cpu_time_of;
 use preemptible_groth16::gpu::backend::device_ids;
 use preemptible_groth16::gpu::fake::{
     set_cpu_chunk_ns_per_term, set_quotient_ns_per_value, FAKE_GPUS_ENV,
@@ -641,17 +646,6 @@ fn a_full_lock_directory_loses_no_proof() {
     }
 }
 
-/// User plus system CPU time of this process, from `/proc/self/stat` (clock ticks of 10 ms).
-#[cfg(target_os = "linux")]
-fn process_cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    // Fields after the command name (which is in parentheses and may hold spaces).
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    Duration::from_millis(ticks * 10)
-}
-
 #[cfg(target_os = "linux")]
 #[test]
 fn a_waiting_prover_sleeps() {
@@ -665,9 +659,9 @@ fn a_waiting_prover_sleeps() {
     std::thread::scope(|s| {
         let high = s.spawn(|| prove(short, &options(Priority::High, Some("fake-0"))));
         std::thread::sleep(Duration::from_millis(300));
-        let (cpu, wall) = (process_cpu_time(), Instant::now());
+        let (cpu, wall) = (cpu_time_of("self"), Instant::now());
         std::thread::sleep(Duration::from_millis(1500));
-        let used = process_cpu_time() - cpu;
+        let used = cpu_time_of("self") - cpu;
         let window = wall.elapsed();
         eprintln!("waiting prover: {used:?} of CPU in {window:?}");
         drop(lock);

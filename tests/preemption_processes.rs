@@ -7,10 +7,15 @@
 
 #[path = "circuits/mod.rs"]
 mod circuits;
+#[cfg(target_os = "linux")]
+#[path = "cpu_time/mod.rs"]
+mod cpu_time;
 #[path = "reports/mod.rs"]
 mod reports;
 
 use circuits::Squares;
+#[cfg(target_os = "linux")]
+use cpu_time::cpu_time_of;
 use preemptible_groth16::gpu::device::{self, Selection, CPU_ENV};
 use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
 use preemptible_groth16::gpu::locks::{
@@ -340,17 +345,6 @@ fn a_process_does_not_yield_to_its_own_level() {
     assert_eq!(field(&normal, "preemptions"), Some(0.0), "{normal}");
 }
 
-/// User plus system CPU time of process `pid` so far, from `/proc/<pid>/stat` (Linux; clock
-/// ticks of 10 ms).
-#[cfg(target_os = "linux")]
-fn cpu_time_of(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    Duration::from_millis(ticks * 10)
-}
-
 /// Behaviour 6 across processes: a high prover process waiting for a device that a low holder
 /// does not give up sleeps (under 5% of a core), then takes the device when it is released.
 #[cfg(target_os = "linux")]
@@ -367,9 +361,9 @@ fn a_waiting_process_sleeps() {
     wait_until("the high child asks for fake-0", || {
         probe.anyone_waiting().unwrap()
     });
-    let (cpu, wall) = (cpu_time_of(pid), Instant::now());
+    let (cpu, wall) = (cpu_time_of(&pid.to_string()), Instant::now());
     std::thread::sleep(Duration::from_millis(1500));
-    let used = cpu_time_of(pid) - cpu;
+    let used = cpu_time_of(&pid.to_string()) - cpu;
     let window = wall.elapsed();
     drop(lock);
     let high = report_of(high);

@@ -223,10 +223,21 @@ impl PhaseTimer {
     }
 }
 
+/// A queue on the first OpenCL device (PoCL in CI), for unit tests of transfers and waits.
+#[cfg(test)]
+pub(crate) fn test_queue() -> ocl::Queue {
+    let device = super::device::first_for_tests();
+    let context = ocl::Context::builder()
+        .platform(device.platform)
+        .devices(device.device)
+        .build()
+        .expect("context");
+    ocl::Queue::new(&context, device.device, None).expect("queue")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::device;
 
     #[test]
     fn device_memory_counts_the_peak_since_it_was_last_taken() {
@@ -243,20 +254,10 @@ mod tests {
         assert_eq!(m.take_peak(), 20);
     }
 
-    fn queue() -> ocl::Queue {
-        let device = device::first_for_tests();
-        let context = ocl::Context::builder()
-            .platform(device.platform)
-            .devices(device.device)
-            .build()
-            .expect("context");
-        ocl::Queue::new(&context, device.device, None).expect("queue")
-    }
-
     #[test]
     fn an_interruptible_wait_asks_while_it_waits_and_ends_with_its_event() {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        let q = queue();
+        let q = test_queue();
         // A user event: incomplete until the host says otherwise.
         let event = ocl::Event::user(&q.context()).expect("user event");
         let asked = AtomicUsize::new(0);

@@ -257,25 +257,14 @@ fn fill_in_parts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::buffer::{DeviceMemory, TrackedBuffer};
-    use crate::gpu::device;
+    use crate::gpu::buffer::{test_queue, DeviceMemory, TrackedBuffer};
     use std::sync::atomic::Ordering;
-
-    fn queue() -> ocl::Queue {
-        let device = device::first_for_tests();
-        let context = ocl::Context::builder()
-            .platform(device.platform)
-            .devices(device.device)
-            .build()
-            .expect("context");
-        ocl::Queue::new(&context, device.device, None).expect("queue")
-    }
 
     /// Many pieces through two small slots (of 40 values, pieces of 5 units of 8, and a short
     /// last piece) arrive whole and in place, both ways.
     #[test]
     fn transfers_through_small_slots_arrive_in_place() {
-        let q = queue();
+        let q = test_queue();
         let memory = DeviceMemory::default();
         let mut staging = Staging::with_slot(&q, 40).unwrap();
         let len = 8 * 1000 + 8 * 3;
@@ -344,7 +333,7 @@ mod tests {
     /// Slots big enough to be filled by several threads (8192 units of 8 make two parts).
     #[test]
     fn slots_filled_in_parts_arrive_in_place() {
-        let q = queue();
+        let q = test_queue();
         let memory = DeviceMemory::default();
         let mut staging = Staging::with_slot(&q, 8 * 8192).unwrap();
         let len = 8 * 30_000;

@@ -80,9 +80,8 @@ struct Shared {
     holding: HashSet<String>,
     /// Flags raised on devices held by lower priorities, with when they were raised.
     asking: HashMap<String, (PriorityFlag, Instant)>,
-    /// Whether this prover lost a device (a later take is a return).
-    lost: bool,
-    /// When it last gave one up to a higher priority (logged with a return).
+    /// When this prover last gave a device up to a higher priority (`None`: never; once it has,
+    /// a later take is a return, logged with the time since).
     lost_at: Option<Instant>,
     /// The most chunks per call after a device ran out of memory, per device and group.
     batch_cap: HashMap<(String, &'static str), usize>,

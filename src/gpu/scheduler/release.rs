@@ -21,7 +21,6 @@ impl ClaimInner {
         s.stats.peak_device = s.stats.peak_device.max(peak);
         if preempted {
             s.stats.preemptions += 1;
-            s.lost = true;
             s.lost_at = Some(std::time::Instant::now());
             let latency = asked.map_or(Duration::ZERO, |a| a.elapsed());
             s.stats.yield_latency = max_opt(s.stats.yield_latency, latency);

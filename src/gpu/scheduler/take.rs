@@ -111,9 +111,9 @@ impl ClaimInner {
                 device.id
             );
         }
-        if s.lost {
+        if let Some(lost_at) = s.lost_at {
             s.stats.returns_to_gpu += 1;
-            let off = s.lost_at.map_or(Duration::ZERO, |at| at.elapsed());
+            let off = lost_at.elapsed();
             log::info!(
                 "gpu: {} prover back on {} ({off:.2?} after it last yielded a device)",
                 self.priority,
