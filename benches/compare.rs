@@ -6,6 +6,8 @@
 //! cargo bench --bench compare -- msm K REPS      # G1 multiexp of 2^K terms, best of REPS
 //! cargo bench --bench compare -- msm-g2 K REPS   # G2 multiexp
 //! cargo bench --bench compare -- fft K REPS      # FFT of 2^K scalars
+//! cargo bench --bench compare -- batch K N REPS  # setup once, then best of REPS batches of N
+//!                                                 # proofs of 2^K (`create_proof_batch_with_options`)
 //! cargo bench --features gpu --bench compare -- gpu-fft K REPS   # the same on the first GPU,
 //!                                                 # host conversion and transfers included
 //! cargo bench --features gpu --bench compare -- gpu-msm K REPS   # G1 multiexp on the first GPU
@@ -25,7 +27,8 @@ use ff::Field;
 use group::Curve;
 use preemptible_groth16::domain::EvaluationDomain;
 use preemptible_groth16::groth16::{
-    create_random_proof, generate_random_parameters, prepare_verifying_key, verify_proof,
+    create_proof_batch_with_options, create_random_proof, generate_random_parameters,
+    prepare_verifying_key, verify_proof, verify_proofs_batch, ProveOptions,
 };
 use preemptible_groth16::multiexp::{multiexp, scalar_reprs};
 use rand::thread_rng;
@@ -226,6 +229,42 @@ fn gpu_arith(k: u32, iters: u32) {
     }
 }
 
+/// Times a batch of `count` proofs of the squares circuit at 2^k through
+/// `create_proof_batch_with_options` (the GPU when the feature is on), best of `reps`; prints the
+/// batch's time and, from its reports, the synthesis and the time after it, so the overlap of the
+/// two can be judged. Every batch is verified.
+fn batch(k: u32, count: usize, reps: usize) {
+    let c = Squares::log2(k);
+    let t = Instant::now();
+    let params = generate_random_parameters(c, &mut thread_rng()).expect("setup");
+    println!("ours setup 2^{k}: {:.3} s", t.elapsed().as_secs_f64());
+    let pvk = prepare_verifying_key(&params.vk);
+    let input = [c.output::<Scalar>()];
+    let options = ProveOptions::default();
+    let mut best = (f64::MAX, 0.0);
+    for _ in 0..reps.max(1) {
+        let rs = |_| Scalar::random(thread_rng());
+        let (r, s) = ((0..count).map(rs).collect(), (0..count).map(rs).collect());
+        let t = Instant::now();
+        let out = create_proof_batch_with_options(vec![c; count], &params, r, s, &options)
+            .expect("prove");
+        let total = t.elapsed().as_secs_f64();
+        let proofs: Vec<_> = out.iter().map(|(p, _)| p).collect();
+        let inputs = vec![input.to_vec(); count];
+        assert!(verify_proofs_batch(&pvk, &mut thread_rng(), &proofs, &inputs).expect("verify"));
+        let synthesis = out.first().map_or(0.0, |(_, r)| r.synthesis.as_secs_f64());
+        if total < best.0 {
+            best = (total, synthesis);
+        }
+    }
+    println!(
+        "ours batch 2^{k} x {count}: {:.3} s (synthesis {:.3} s, the rest {:.3} s)",
+        best.0,
+        best.1,
+        best.0 - best.1
+    );
+}
+
 fn main() {
     // RUST_LOG=preemptible_groth16=debug shows the GPU multiexp's phase times.
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
@@ -233,7 +272,7 @@ fn main() {
         .skip(1)
         .filter(|a| a != "--bench")
         .collect();
-    let usage = "usage: compare prove|msm|msm-g2|fft K REPS";
+    let usage = "usage: compare prove|msm|msm-g2|fft K REPS | compare batch K N REPS";
     let (Some(cmd), Some(k), reps) = (args.first(), args.get(1), args.get(2)) else {
         eprintln!("{usage}");
         return;
@@ -258,6 +297,11 @@ fn main() {
                 assert!(verify_proof(&pvk, &proof, &[input]).expect("verify"));
             });
             println!("ours prove 2^{k}: {best:.3} s");
+        }
+        "batch" => {
+            let count = args.get(2).and_then(|c| c.parse().ok()).unwrap_or(10);
+            let reps = args.get(3).and_then(|r| r.parse().ok()).unwrap_or(1);
+            batch(k, count, reps);
         }
         "msm" => msm::<G1Projective>("msm", k, reps),
         "msm-g2" => msm::<G2Projective>("msm-g2", k, reps),

@@ -49,14 +49,21 @@ fn main() {
             Ok(status) => {
                 println!("lock directory {}", dir.display());
                 for d in status {
-                    let holder = match &d.holder {
-                        Some(h) => format!(
-                            "held by pid {} at {} priority for {:.1} s",
+                    let holder = match (&d.unusable, d.held, &d.holder) {
+                        (Some(why), _, _) => format!("lock file unusable ({why})"),
+                        (None, true, Some(h)) => format!(
+                            "held by pid {} at {} priority for {:.1} s{}",
                             h.pid,
                             h.priority,
-                            now_ms.saturating_sub(h.since_unix_ms) as f64 / 1e3
+                            now_ms.saturating_sub(h.since_unix_ms) as f64 / 1e3,
+                            if h.verified {
+                                ""
+                            } else {
+                                " (as its text says; the lock table does not confirm it)"
+                            }
                         ),
-                        None => "free".to_string(),
+                        (None, true, None) => "held (by whom, its text does not say)".to_string(),
+                        (None, false, _) => "free".to_string(),
                     };
                     // A holder keeps its own level's flag raised: only the levels above it
                     // wait (`DeviceStatus::waiting`).

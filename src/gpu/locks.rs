@@ -40,7 +40,16 @@
 //! 7. Deleting the lock directory while provers run breaks invariant 1 for a moment: a holder
 //!    keeps its lock on the deleted file while a newcomer locks a new one. Holders check
 //!    [`GpuLock::is_current`] at every probe and stop when it fails, so the overlap lasts at
-//!    most one chunk.
+//!    most one chunk. A temp cleaner deleting a flag file is the same case: probes reopen a flag
+//!    whose path names another file, and a raised flag is raised again on the new file
+//!    ([`PriorityFlag::refresh`]), so a request is seen again within one wait step.
+//! 8. Every file in the directory is hostile input ([`file`]): no symlink is followed, nothing
+//!    that is not a regular file with one link is used, only files this process created are
+//!    chmod-ed, holder text is read with a bound. Nothing waits without bound on a file another
+//!    user can lock: a flag is raised with a few non-blocking tries ([`PriorityFlag::raise`]), and
+//!    a holder's text is believed only where the kernel's lock table shows its pid holding the
+//!    lock ([`Holder::verified`]). What anyone who can open the files can still do (keep a
+//!    device for themselves) is written down in docs/RELIABILITY.md, "Threat model".
 //!
 //! flock is per open file description, so two threads that each open the file contend exactly
 //! as two processes do: one mechanism serves both. (Calls name `fs2::FileExt` explicitly: recent
@@ -48,12 +57,16 @@
 
 use crate::groth16::Priority;
 use fs2::FileExt;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+mod file;
 mod status;
+
+use file::{is_at, open};
+pub(crate) use file::{warn_if_unsafe_dir, warn_once};
 
 pub use status::{holder_text, status, DeviceStatus, Holder, Waiting};
 
@@ -102,33 +115,6 @@ fn flag_path(dir: &Path, device: &str, priority: Priority) -> PathBuf {
         file_stem(device),
         priority.level()
     ))
-}
-
-/// Opens (creating if needed) a lock file, readable and writable by every user, so that provers
-/// of different users can share a device.
-fn open(path: &Path) -> Result<File, LockError> {
-    let err = |source| LockError {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(err)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // Only the creator may change the mode; for everyone else this is a no-op that fails.
-        if let Ok(meta) = file.metadata() {
-            if meta.permissions().mode() & 0o666 != 0o666 {
-                let _ = file.set_permissions(std::fs::Permissions::from_mode(0o666));
-            }
-        }
-    }
-    Ok(file)
 }
 
 fn would_block(e: &std::io::Error) -> bool {
@@ -193,20 +179,7 @@ impl GpuLock {
     /// take the device: the holder must then stop at its next probe (invariant 1 holds again from
     /// there). Errors reading either file count as "no longer ours".
     pub fn is_current(&self) -> bool {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            match (std::fs::metadata(&self.path), self.file.metadata()) {
-                (Ok(on_disk), Ok(ours)) => {
-                    on_disk.dev() == ours.dev() && on_disk.ino() == ours.ino()
-                }
-                _ => false,
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            self.path.exists()
-        }
+        is_at(&self.path, &self.file)
     }
 
     /// How long it has been held.
@@ -234,29 +207,93 @@ impl Drop for GpuLock {
 /// Pause before a raised flag is read again ([`HigherPriorityProbe::anyone_waiting`]).
 const CONFIRM_PAUSE: std::time::Duration = std::time::Duration::from_micros(200);
 
+/// How often [`PriorityFlag::raise`] tries for the flag's shared lock, and the pause between
+/// tries: a probe holds the file exclusively for two system calls, so 20 tries 100 us apart (2 ms)
+/// get through any number of probes, while a file that another user holds exclusively on purpose
+/// costs 2 ms and an error instead of a wait without end.
+const RAISE_TRIES: u32 = 20;
+const RAISE_PAUSE: Duration = Duration::from_micros(100);
+
 /// "A prover at this level wants or uses this device": a shared flock on the level's flag file,
 /// held until dropped.
 #[derive(Debug)]
 pub struct PriorityFlag {
-    _file: File,
+    file: File,
+    path: PathBuf,
 }
 
 impl PriorityFlag {
-    /// Raises the flag of `priority` for `device`.
+    /// Raises the flag of `priority` for `device`. Fails, after at most 2 ms, if the file stays
+    /// locked exclusively (by someone who is not a probe).
     pub fn raise(dir: &Path, device: &str, priority: Priority) -> Result<PriorityFlag, LockError> {
         let path = flag_path(dir, device, priority);
         let file = open(&path)?;
-        // Blocks only while a holder's probe has the file (two system calls).
-        FileExt::lock_shared(&file).map_err(|source| LockError { path, source })?;
-        Ok(PriorityFlag { _file: file })
+        for _ in 0..RAISE_TRIES {
+            match FileExt::try_lock_shared(&file) {
+                Ok(()) => return Ok(PriorityFlag { file, path }),
+                Err(e) if would_block(&e) => std::thread::sleep(RAISE_PAUSE),
+                Err(source) => return Err(LockError { path, source }),
+            }
+        }
+        Err(LockError {
+            path,
+            source: std::io::Error::new(
+                std::io::ErrorKind::WouldBlock,
+                "held exclusively by another process for 2 ms",
+            ),
+        })
+    }
+
+    /// Whether the flag is still raised on the file at its path (a temp cleaner may have deleted
+    /// it, or someone replaced it: holders then probe a new file and cannot see this one).
+    pub fn is_current(&self) -> bool {
+        is_at(&self.path, &self.file)
+    }
+
+    /// Raises the flag again on the file now at its path if it is no longer current; the old
+    /// lock is kept until the new one is held, so the request never drops for a moment. An error
+    /// (the new file unusable) keeps the old flag and is returned for the caller to log.
+    pub fn refresh(&mut self) -> Result<(), LockError> {
+        if self.is_current() {
+            return Ok(());
+        }
+        let file = open(&self.path)?;
+        for _ in 0..RAISE_TRIES {
+            match FileExt::try_lock_shared(&file) {
+                Ok(()) => {
+                    log::info!(
+                        "gpu: flag {} was deleted or replaced; raised again",
+                        self.path.display()
+                    );
+                    self.file = file;
+                    return Ok(());
+                }
+                Err(e) if would_block(&e) => std::thread::sleep(RAISE_PAUSE),
+                Err(source) => {
+                    return Err(LockError {
+                        path: self.path.clone(),
+                        source,
+                    })
+                }
+            }
+        }
+        Err(LockError {
+            path: self.path.clone(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::WouldBlock,
+                "held exclusively by another process for 2 ms",
+            ),
+        })
     }
 }
 
 /// The flags above one level of one device, kept open so that a probe is two system calls per
-/// level.
+/// level (and a `stat` to notice a flag file deleted or replaced).
 #[derive(Debug)]
 pub struct HigherPriorityProbe {
-    flags: Vec<(PathBuf, File)>,
+    /// Each level's flag path and open file; behind a mutex only so that a file can be reopened
+    /// through `&self` (one thread probes a held device at a time).
+    flags: std::sync::Mutex<Vec<(PathBuf, File)>>,
 }
 
 impl HigherPriorityProbe {
@@ -274,15 +311,29 @@ impl HigherPriorityProbe {
                 open(&path).map(|f| (path, f))
             })
             .collect::<Result<_, _>>()?;
-        Ok(HigherPriorityProbe { flags })
+        Ok(HigherPriorityProbe {
+            flags: std::sync::Mutex::new(flags),
+        })
     }
 
     /// Whether a prover of a higher level has raised its flag. A flag that reads raised is read
     /// again 200 us later and counts only if it still is: a real request stays up
     /// until its prover has the device, while two probes meeting (invariant 5) last
-    /// microseconds. The pause is added to every hand-over.
+    /// microseconds. The pause is added to every hand-over. A flag file no longer at its path
+    /// (invariant 7) is reopened first; one that cannot be is warned about once and probed as it
+    /// was.
     pub fn anyone_waiting(&self) -> Result<bool, LockError> {
-        for (path, file) in &self.flags {
+        let mut flags = self.flags.lock().unwrap_or_else(|e| e.into_inner());
+        for (path, file) in flags.iter_mut() {
+            if !is_at(path, file) {
+                match open(path) {
+                    Ok(new) => *file = new,
+                    Err(e) => warn_once(
+                        &path.to_string_lossy(),
+                        &format!("gpu: cannot reopen a flag: {e}"),
+                    ),
+                }
+            }
             if flag_raised(path, file)? {
                 std::thread::sleep(CONFIRM_PAUSE);
                 if flag_raised(path, file)? {
@@ -340,10 +391,77 @@ fn flag_raised(path: &Path, file: &File) -> Result<bool, LockError> {
 mod tests {
     use super::*;
 
-    fn dir(name: &str) -> PathBuf {
+    /// A test's lock directory, removed when the test ends (also when it fails).
+    struct Dir(PathBuf);
+    impl std::ops::Deref for Dir {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn dir(name: &str) -> Dir {
         let d = std::env::temp_dir().join(format!("pg16-locks-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
-        d
+        Dir(d)
+    }
+
+    #[test]
+    fn a_flag_held_exclusively_by_someone_else_fails_fast() {
+        let d = dir("held-flag");
+        let hostile = open(&flag_path(&d, "g", Priority::High)).unwrap();
+        FileExt::try_lock_exclusive(&hostile).unwrap();
+        let t = Instant::now();
+        assert!(PriorityFlag::raise(&d, "g", Priority::High).is_err());
+        assert!(
+            t.elapsed() < Duration::from_millis(500),
+            "{:?}",
+            t.elapsed()
+        );
+        FileExt::unlock(&hostile).unwrap();
+        assert!(PriorityFlag::raise(&d, "g", Priority::High).is_ok());
+    }
+
+    #[test]
+    fn holder_text_is_verified_against_the_lock_table() {
+        let d = dir("verify");
+        let lock = GpuLock::try_acquire(&d, "g", Priority::Low)
+            .unwrap()
+            .unwrap();
+        let h = holder_text(&d, "g").unwrap();
+        assert_eq!(h.verified, cfg!(target_os = "linux"), "{h:?}");
+        // Text that names another process (pid 1) is not believed.
+        std::fs::write(lock_path(&d, "g"), "1 0 0\n").unwrap();
+        let h = holder_text(&d, "g").unwrap();
+        assert_eq!((h.pid, h.verified), (1, false));
+        drop(lock);
+        // Text left behind with nobody holding the lock is not believed either.
+        std::fs::write(lock_path(&d, "g"), format!("{} 0 0\n", std::process::id())).unwrap();
+        assert!(!holder_text(&d, "g").unwrap().verified);
+    }
+
+    #[test]
+    fn a_deleted_flag_file_is_raised_again_and_probes_follow_it() {
+        let d = dir("cleaned");
+        let low = HigherPriorityProbe::open(&d, "g", Priority::Low).unwrap();
+        let mut flag = PriorityFlag::raise(&d, "g", Priority::High).unwrap();
+        assert!(low.anyone_waiting().unwrap());
+        // A temp cleaner deletes the flag file: the probe reopens the path (a new, empty file)
+        // and sees nothing until the flag is raised again there.
+        std::fs::remove_file(flag_path(&d, "g", Priority::High)).unwrap();
+        assert!(!flag.is_current());
+        assert!(!low.anyone_waiting().unwrap());
+        flag.refresh().unwrap();
+        assert!(flag.is_current());
+        assert!(low.anyone_waiting().unwrap());
+        drop(flag);
+        assert!(!low.anyone_waiting().unwrap());
     }
 
     #[test]
@@ -462,9 +580,9 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(old.is_current());
-        std::fs::remove_dir_all(&d).unwrap();
+        std::fs::remove_dir_all(&*d).unwrap();
         assert!(!old.is_current());
-        std::fs::create_dir_all(&d).unwrap();
+        std::fs::create_dir_all(&*d).unwrap();
         // A new file lets another prover in: the old holder must notice (it probes) and stop.
         let new = GpuLock::try_acquire(&d, "x", Priority::Low)
             .unwrap()

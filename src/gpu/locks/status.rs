@@ -2,41 +2,49 @@
 //! wrote), which levels' flags are raised, and, on Linux, which processes hold those flags (from
 //! `/proc/locks`), so that an operator sees who waits.
 
-use super::{flag_path, flag_raised, lock_path, open, would_block, LockError};
+use super::file::{open_existing, read_text};
+use super::{flag_path, flag_raised, lock_path, would_block, LockError};
 use crate::groth16::Priority;
 use fs2::FileExt;
 use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
 /// Who holds a device, as its lock file says.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Holder {
-    /// The holder's process id.
+    /// The holder's process id, as its text says.
     pub pid: u32,
-    /// Its priority.
+    /// Its priority, as its text says.
     pub priority: Priority,
     /// When it took the device, in milliseconds since the Unix epoch.
     pub since_unix_ms: u128,
+    /// Whether the kernel's lock table (`/proc/locks`) shows process `pid` holding the file's
+    /// exclusive lock. Anyone who can write the file can write any text into it; only a verified
+    /// holder's level is acted on (a prover waits at its start only for a verified lower holder).
+    /// Always false where `/proc/locks` cannot be read (other systems, other pid namespaces).
+    pub verified: bool,
 }
 
-/// The holder named in `device`'s lock file, read without locking: callers use it right after a
-/// failed [`super::GpuLock::try_acquire`], when the device is held. `None` if the text is missing or
-/// partly written.
+/// The holder named in `device`'s lock file, read without locking and with a bound
+/// ([`super::file::TEXT_LIMIT`] bytes): callers use it right after a failed
+/// [`super::GpuLock::try_acquire`], when the device is held. `None` if the text is missing,
+/// partly written or not a holder's, or the file is not a regular file with one link.
 pub fn holder_text(dir: &Path, device: &str) -> Option<Holder> {
-    let mut text = String::new();
-    File::open(lock_path(dir, device))
-        .ok()?
-        .read_to_string(&mut text)
-        .ok()?;
+    let (text, file) = read_text(&lock_path(dir, device))?;
     let mut parts = text.split_whitespace();
     let pid = parts.next()?.parse().ok()?;
     let priority = Priority::from_level(parts.next()?.parse().ok()?)?;
     let since_unix_ms = parts.next()?.parse().ok()?;
+    let verified = flock_holders(&file).is_some_and(|holders| {
+        holders
+            .iter()
+            .any(|h| h.pid == pid && h.exclusive && pid != 0)
+    });
     Some(Holder {
         pid,
         priority,
         since_unix_ms,
+        verified,
     })
 }
 
@@ -45,8 +53,14 @@ pub fn holder_text(dir: &Path, device: &str) -> Option<Holder> {
 pub struct DeviceStatus {
     /// The device's id.
     pub device: String,
-    /// Who holds it, if anyone (checked by a try-lock, so a dead holder's text is not shown).
+    /// Whether someone holds its lock (checked by a try-lock), whether or not its text says who.
+    pub held: bool,
+    /// Who holds it, as the holder's text says, if the device is held and the text reads as a
+    /// holder's (see [`Holder::verified`] before trusting it).
     pub holder: Option<Holder>,
+    /// Why its lock file cannot be used (a symlink, a FIFO, several links, ...), if so: provers
+    /// then leave the device alone.
+    pub unusable: Option<String>,
     /// The levels whose flag is raised: provers waiting for or using the device (a holder keeps
     /// its own level's flag raised, and a [`crate::gpu::PriorityGuard`] raises its level's).
     pub wanted_at: Vec<Priority>,
@@ -67,104 +81,128 @@ pub struct Waiting {
 
 /// Who holds each of `devices` and which levels want them. Probing takes each file's lock for
 /// two system calls, so a prover trying to take a device at that very moment may find it busy
-/// once and retry at its next chunk.
+/// once and retry at its next chunk. Files are not created: a missing file is a free device or a
+/// level nobody wants. A file that cannot be used shows in [`DeviceStatus::unusable`] (the lock
+/// file) or is skipped (a flag), instead of failing the whole view.
 pub fn status(dir: &Path, devices: &[String]) -> Result<Vec<DeviceStatus>, LockError> {
-    if !dir.exists() {
-        // Nobody has used the directory yet: every device is free.
-        return Ok(devices
-            .iter()
-            .map(|device| DeviceStatus {
-                device: device.clone(),
-                holder: None,
-                wanted_at: Vec::new(),
-                waiting: Vec::new(),
-            })
-            .collect());
-    }
     devices
         .iter()
-        .map(|device| {
-            let path = lock_path(dir, device);
-            let file = open(&path)?;
-            let holder = match FileExt::try_lock_shared(&file) {
-                Ok(()) => {
-                    let _ = FileExt::unlock(&file);
-                    None
-                }
-                Err(e) if would_block(&e) => holder_text(dir, device),
-                Err(source) => return Err(LockError { path, source }),
-            };
-            let mut wanted_at = Vec::new();
-            let mut waiting = Vec::new();
-            for p in Priority::ALL {
-                let path = flag_path(dir, device, p);
-                let file = open(&path)?;
-                if !flag_raised(&path, &file)? {
-                    continue;
-                }
-                wanted_at.push(p);
-                if holder.as_ref().map_or(true, |h| p > h.priority) {
-                    waiting.push(Waiting {
-                        priority: p,
-                        pids: flock_pids(&file),
-                    });
-                }
-            }
-            Ok(DeviceStatus {
-                device: device.clone(),
-                holder,
-                wanted_at,
-                waiting,
-            })
-        })
+        .map(|device| device_status(dir, device))
         .collect()
 }
 
-/// The processes holding a `flock` on `file`, from `/proc/locks`, whose lines name each lock's
-/// process and file as `pid major:minor:inode` (the device numbers in hex). Where no line has
-/// the file's device numbers (on btrfs `stat` gives a subvolume's number, not the one the kernel
-/// prints), lines with its inode are taken. Empty where that file cannot be read, and without
-/// pid 0 (a process the kernel does not show in this pid namespace): the pids are for the
-/// operator, not the protocol.
-#[cfg(target_os = "linux")]
-fn flock_pids(file: &File) -> Vec<u32> {
-    use std::os::unix::fs::MetadataExt;
-    let (Ok(meta), Ok(locks)) = (file.metadata(), std::fs::read_to_string("/proc/locks")) else {
-        return Vec::new();
+fn device_status(dir: &Path, device: &str) -> Result<DeviceStatus, LockError> {
+    let mut out = DeviceStatus {
+        device: device.to_string(),
+        held: false,
+        holder: None,
+        unusable: None,
+        wanted_at: Vec::new(),
+        waiting: Vec::new(),
     };
+    let path = lock_path(dir, device);
+    match open_existing(&path) {
+        Ok(None) => {}
+        Ok(Some(file)) => match FileExt::try_lock_shared(&file) {
+            Ok(()) => {
+                let _ = FileExt::unlock(&file);
+            }
+            Err(e) if would_block(&e) => {
+                out.held = true;
+                out.holder = holder_text(dir, device);
+            }
+            Err(source) => return Err(LockError { path, source }),
+        },
+        Err(e) => out.unusable = Some(e.source.to_string()),
+    }
+    for p in Priority::ALL {
+        let path = flag_path(dir, device, p);
+        let Ok(Some(file)) = open_existing(&path) else {
+            continue;
+        };
+        if !flag_raised(&path, &file)? {
+            continue;
+        }
+        out.wanted_at.push(p);
+        if out.holder.as_ref().map_or(true, |h| p > h.priority) {
+            out.waiting.push(Waiting {
+                priority: p,
+                pids: flock_holders(&file)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|h| h.pid)
+                    .collect(),
+            });
+        }
+    }
+    for w in &mut out.waiting {
+        w.pids.sort_unstable();
+        w.pids.dedup();
+    }
+    Ok(out)
+}
+
+/// A process holding a `flock` on a file, as `/proc/locks` shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FlockHolder {
+    pid: u32,
+    exclusive: bool,
+}
+
+/// The processes holding a `flock` on `file`, from `/proc/locks`, whose lines name each lock's
+/// kind, process and file as `WRITE pid major:minor:inode` (the device numbers in hex). Where no
+/// line has the file's device numbers (on btrfs `stat` gives a subvolume's number, not the one the
+/// kernel prints), lines with its inode are taken. Read line by line (another user can hold many
+/// locks), without pid 0 (a process the kernel does not show in this pid namespace). `None` where
+/// that file cannot be read.
+#[cfg(target_os = "linux")]
+fn flock_holders(file: &File) -> Option<Vec<FlockHolder>> {
+    use std::io::BufRead;
+    use std::os::unix::fs::MetadataExt;
+    let meta = file.metadata().ok()?;
+    let locks = std::io::BufReader::new(File::open("/proc/locks").ok()?);
     let (major, minor) = (libc::major(meta.dev()), libc::minor(meta.dev()));
     let device = format!("{major:02x}:{minor:02x}");
     let inode = meta.ino().to_string();
-    // (pid, whether the device numbers match) of each flock held on a file with this inode.
-    let holders: Vec<(u32, bool)> = locks
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            // "1: FLOCK  ADVISORY  READ  1234 fe:00:5678 0 EOF"; blocked waiters ("->") are
-            // not holders.
-            let at = fields.iter().position(|f| *f == "FLOCK")?;
-            if fields.get(at.checked_sub(1)?) == Some(&"->") {
-                return None;
-            }
-            let (file_device, file_inode) = fields.get(at + 4)?.rsplit_once(':')?;
-            let pid: u32 = fields.get(at + 3)?.parse().ok()?;
-            (file_inode == inode && pid != 0).then_some((pid, file_device == device))
-        })
-        .collect();
+    // Each flock held on a file with this inode, and whether the device numbers match.
+    let mut holders: Vec<(FlockHolder, bool)> = Vec::new();
+    for line in locks.lines() {
+        let line = line.ok()?;
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // "1: FLOCK  ADVISORY  WRITE  1234 fe:00:5678 0 EOF"; blocked waiters ("->") are not
+        // holders.
+        let Some(at) = fields.iter().position(|f| *f == "FLOCK") else {
+            continue;
+        };
+        if at == 0 || fields[at - 1] == "->" {
+            continue;
+        }
+        let (Some(kind), Some(pid), Some(id)) =
+            (fields.get(at + 2), fields.get(at + 3), fields.get(at + 4))
+        else {
+            continue;
+        };
+        let (Some((file_device, file_inode)), Ok(pid)) = (id.rsplit_once(':'), pid.parse()) else {
+            continue;
+        };
+        if file_inode == inode && pid != 0 {
+            let exclusive = *kind == "WRITE";
+            holders.push((FlockHolder { pid, exclusive }, file_device == device));
+        }
+    }
     let exact = holders.iter().any(|&(_, same_device)| same_device);
-    let mut pids: Vec<u32> = holders
-        .into_iter()
-        .filter(|&(_, same_device)| same_device || !exact)
-        .map(|(pid, _)| pid)
-        .collect();
-    pids.sort_unstable();
-    pids.dedup();
-    pids
+    Some(
+        holders
+            .into_iter()
+            .filter(|&(_, same_device)| same_device || !exact)
+            .map(|(h, _)| h)
+            .collect(),
+    )
 }
 
 #[cfg(not(target_os = "linux"))]
-fn flock_pids(_: &File) -> Vec<u32> {
-    Vec::new()
+fn flock_holders(_: &File) -> Option<Vec<FlockHolder>> {
+    None
 }
 
 #[cfg(test)]
@@ -172,10 +210,35 @@ mod tests {
     use super::super::{GpuLock, PriorityFlag};
     use super::*;
 
-    fn dir(name: &str) -> std::path::PathBuf {
+    /// A test's lock directory, removed when the test ends.
+    struct Dir(std::path::PathBuf);
+    impl std::ops::Deref for Dir {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn dir(name: &str) -> Dir {
         let d = std::env::temp_dir().join(format!("pg16-status-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
-        d
+        Dir(d)
+    }
+
+    #[test]
+    fn unusable_files_show_as_such_and_do_not_fail_the_view() {
+        let d = dir("unusable");
+        std::os::unix::fs::symlink("/etc/passwd", lock_path(&d, "x")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", flag_path(&d, "x", Priority::High)).unwrap();
+        let s = status(&d, &["x".to_string()]).unwrap();
+        assert!(s[0].unusable.as_deref().unwrap().contains("symbolic link"));
+        assert!(!s[0].held && s[0].wanted_at.is_empty());
     }
 
     #[test]

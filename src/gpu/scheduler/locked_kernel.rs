@@ -15,8 +15,9 @@ pub struct LockedKernel {
     pub(super) device: &'static GpuDevice,
     pub(super) lock: GpuLock,
     probe: HigherPriorityProbe,
-    /// Our own flag, raised while we hold the device, for the status view.
-    _flag: Option<PriorityFlag>,
+    /// Our own flag, raised while we hold the device, for the status view; raised again if a
+    /// temp cleaner deletes its file.
+    flag: Mutex<Option<PriorityFlag>>,
     /// When a higher request was first seen.
     pub(super) asked_at: Mutex<Option<Instant>>,
     /// The last probe, and the longest time between two probes while held: a request waits for
@@ -37,7 +38,7 @@ impl LockedKernel {
             device,
             lock,
             probe,
-            _flag: flag,
+            flag: Mutex::new(flag),
             asked_at: Mutex::new(None),
             probes: Mutex::new((Instant::now(), Duration::ZERO)),
         }
@@ -64,6 +65,11 @@ impl LockedKernel {
             );
             lock(&self.asked_at).get_or_insert_with(Instant::now);
             return true;
+        }
+        if let Some(flag) = lock(&self.flag).as_mut() {
+            if let Err(e) = flag.refresh() {
+                log::debug!("gpu: own flag on {} not raised again: {e}", self.device.id);
+            }
         }
         match self.probe.anyone_waiting() {
             Ok(true) => {

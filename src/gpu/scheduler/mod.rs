@@ -78,13 +78,25 @@ struct Shared {
     failed: HashSet<String>,
     /// Devices this claim holds (idle or in a worker's hands).
     holding: HashSet<String>,
-    /// Flags raised on devices held by lower priorities, with when they were raised.
-    asking: HashMap<String, (PriorityFlag, Instant)>,
+    /// Flags raised on devices held by lower priorities (or by holders of unknown level).
+    asking: HashMap<String, Asking>,
     /// When this prover last gave a device up to a higher priority (`None`: never; once it has,
     /// a later take is a return, logged with the time since).
     lost_at: Option<Instant>,
     /// The most chunks per call after a device ran out of memory, per device and group.
     batch_cap: HashMap<(String, &'static str), usize>,
+}
+
+/// A flag this prover raised on a device someone else holds.
+#[derive(Debug)]
+struct Asking {
+    flag: PriorityFlag,
+    /// When it was raised: the hand-over's start.
+    since: Instant,
+    /// Whether the holder is a verified lower priority, worth waiting for at the proof's start
+    /// (a holder whose text the kernel's lock table does not confirm may be anyone, and may
+    /// never yield: the prover starts on the CPU and takes the device if it comes free).
+    worth_waiting: bool,
 }
 
 /// One proof's use of the GPUs. A watcher thread probes the devices held between pieces of
@@ -125,6 +137,7 @@ impl GpuClaim {
             return None;
         }
         let dir = locks::lock_dir();
+        locks::warn_if_unsafe_dir(&dir);
         if let Err(e) = std::fs::create_dir_all(&dir) {
             log::warn!(
                 "gpu: lock directory {} unusable ({e}); proving on the CPU",

@@ -1,13 +1,15 @@
 //! Taking devices: the free ones that no higher priority wants, a flag raised on those that lower
 //! priorities hold when none is free, and the wait for their hand-over at a proof's start.
 
-use super::{lock, max_opt, ClaimInner, LockedKernel};
+use super::{lock, max_opt, Asking, ClaimInner, LockedKernel};
 use crate::gpu::backend::GpuDevice;
 use crate::gpu::locks::{self, GpuLock, HigherPriorityProbe, PriorityFlag};
 use std::time::{Duration, Instant};
 
 /// How long a prover waits at its start for a lower priority to hand a device over before it
-/// starts on the CPU (and keeps asking between chunks).
+/// starts on the CPU (and keeps asking between chunks). Only a holder verified in the kernel's
+/// lock table is waited for, so this is also the most a local user who holds a lock file and
+/// writes a lower level into it can delay each proof (docs/RELIABILITY.md, "Threat model").
 const MAX_START_WAIT: Duration = Duration::from_secs(10);
 /// Sleep between tries while waiting for a hand-over: from the first to the last, doubling. A
 /// try costs a few system calls; at 4 ms a waiting prover uses about 1-2% of a core, and the
@@ -20,7 +22,7 @@ impl ClaimInner {
         let taken = self.try_take();
         let got = !taken.is_empty();
         lock(&self.idle).extend(taken);
-        if got || !self.may_wait || self.shared().asking.is_empty() {
+        if got || !self.may_wait || !self.worth_waiting() {
             return;
         }
         log::info!(
@@ -40,7 +42,7 @@ impl ClaimInner {
                 got = true;
                 break;
             }
-            if self.shared().asking.is_empty() {
+            if !self.worth_waiting() {
                 break;
             }
         }
@@ -52,6 +54,11 @@ impl ClaimInner {
                 self.priority
             );
         }
+    }
+
+    /// Whether a device this prover asked for is held by a verified lower priority.
+    fn worth_waiting(&self) -> bool {
+        self.shared().asking.values().any(|a| a.worth_waiting)
     }
 
     /// Takes every device that is free, not in use by this claim, not failed and not wanted by a
@@ -102,8 +109,8 @@ impl ClaimInner {
         device.take_peak_device_bytes();
         let mut s = self.shared();
         s.holding.insert(device.id.clone());
-        if let Some((_, asked)) = s.asking.remove(&device.id) {
-            let took = asked.elapsed();
+        if let Some(asked) = s.asking.remove(&device.id) {
+            let took = asked.since.elapsed();
             s.stats.handover = max_opt(s.stats.handover, took);
             log::info!(
                 "gpu: {} prover got {} {took:.2?} after asking for it",
@@ -123,12 +130,16 @@ impl ClaimInner {
         Ok(Some(LockedKernel::new(device, lock, probe, flag)))
     }
 
-    /// A device held by someone: if a lower priority, raise our flag on it (once).
+    /// A device held by someone: if a lower priority or a holder of unknown level, raise our
+    /// flag on it (once; again if a temp cleaner deleted the flag file).
     fn ask_lower_holder(&self, device: &GpuDevice) {
         let holder = locks::holder_text(&self.dir, &device.id);
         let mut s = self.shared();
-        match holder {
-            Some(h) if h.priority < self.priority => {}
+        let worth_waiting = match holder {
+            // Text the lock table does not confirm may be anyone's: ask (a real lower holder
+            // yields), but do not wait for it.
+            Some(h) if !h.verified => false,
+            Some(h) if h.priority < self.priority => true,
             Some(_) => {
                 // Held at our level or above: do not wait on it.
                 s.asking.remove(&device.id);
@@ -136,27 +147,52 @@ impl ClaimInner {
             }
             // Between two holders (or the text not yet written): keep whatever we had.
             None => return,
-        }
-        if s.asking.contains_key(&device.id) {
+        };
+        if let Some(asking) = s.asking.get_mut(&device.id) {
+            asking.worth_waiting = worth_waiting;
+            if let Err(e) = asking.flag.refresh() {
+                log::warn!("gpu: cannot ask for {} again: {e}", device.id);
+            }
             return;
         }
         match PriorityFlag::raise(&self.dir, &device.id, self.priority) {
             Ok(flag) => {
                 log::debug!(
-                    "gpu: {} prover asks for {} held by a lower priority",
+                    "gpu: {} prover asks for {} held by a lower priority{}",
                     self.priority,
-                    device.id
+                    device.id,
+                    if worth_waiting {
+                        ""
+                    } else {
+                        " or an unknown holder"
+                    }
                 );
-                s.asking.insert(device.id.clone(), (flag, Instant::now()));
+                let since = Instant::now();
+                s.asking.insert(
+                    device.id.clone(),
+                    Asking {
+                        flag,
+                        since,
+                        worth_waiting,
+                    },
+                );
             }
-            Err(e) => log::warn!("gpu: cannot ask for {}: {e}", device.id),
+            Err(e) => locks::warn_once(
+                &e.path.to_string_lossy(),
+                &format!("gpu: cannot ask for {}: {e}", device.id),
+            ),
         }
     }
 
+    /// A device this proof cannot use: warned about once per device and process (a file another
+    /// user planted stays there across proofs), then logged at debug level.
     fn give_up(&self, device: &GpuDevice, why: &str) {
-        log::warn!(
-            "gpu: {} unusable for this proof ({why}); its work goes to the CPU",
-            device.id
+        locks::warn_once(
+            &device.id,
+            &format!(
+                "gpu: {} unusable for this proof ({why}); its work goes to the CPU",
+                device.id
+            ),
         );
         self.shared().failed.insert(device.id.clone());
     }
