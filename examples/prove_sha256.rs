@@ -10,6 +10,8 @@
 
 #[path = "../tests/circuits/mod.rs"]
 mod circuits;
+#[path = "common/write_atomically.rs"]
+mod write_atomically;
 
 use blstrs::Scalar;
 use circuits::Sha256Preimage;
@@ -20,9 +22,10 @@ use preemptible_groth16::groth16::{
 use preemptible_groth16::multicore;
 use sha2::{Digest, Sha256};
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use write_atomically::write_atomically;
 
 struct Options {
     message: String,
@@ -91,9 +94,7 @@ fn load_or_generate(path: &Path, len: usize) -> Result<Parameters, Box<dyn std::
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let tmp = path.with_extension("partial");
-    params.write(BufWriter::new(File::create(&tmp)?))?;
-    std::fs::rename(&tmp, path)?;
+    write_atomically(path, |w| params.write(w))?;
     eprintln!("      cached at {}", path.display());
     Ok(params)
 }

@@ -25,6 +25,8 @@
 
 #[path = "../tests/circuits/mod.rs"]
 mod circuits;
+#[path = "common/write_atomically.rs"]
+mod write_atomically;
 
 use circuits::{Sha256Preimage, Squares};
 use preemptible_groth16::groth16::{
@@ -34,9 +36,10 @@ use preemptible_groth16::groth16::{
 use preemptible_groth16::{Circuit, Scalar};
 use sha2::{Digest, Sha256};
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::BufReader;
 use std::path::PathBuf;
 use std::time::Instant;
+use write_atomically::write_atomically;
 
 #[derive(Clone, Debug)]
 struct Args {
@@ -195,9 +198,7 @@ fn params_for(
     };
     eprintln!("generated in {:.1?}", t.elapsed());
     std::fs::create_dir_all("params-cache")?;
-    let tmp = path.with_extension(format!("partial{}", std::process::id()));
-    params.write(BufWriter::new(File::create(&tmp)?))?;
-    std::fs::rename(&tmp, &path)?;
+    write_atomically(&path, |w| params.write(w))?;
     Ok(params)
 }
 

@@ -570,6 +570,6 @@ fn write_svg(
         t += step;
     }
     svg.push_str("</svg>\n");
-    std::fs::File::create(path)?.write_all(svg.as_bytes())?;
+    crate::write_atomically::write_atomically(path, |w| w.write_all(svg.as_bytes()))?;
     Ok(())
 }

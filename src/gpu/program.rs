@@ -7,21 +7,24 @@
 //! file that cannot be read or loaded is ignored and rebuilt; failing to write one is a warning.
 //!
 //! The cache directory is `PREEMPTIBLE_GROTH16_CACHE_DIR`, else `$XDG_CACHE_HOME` or
-//! `$HOME/.cache` with `preemptible-groth16/` appended, else a folder in the temp directory.
+//! `$HOME/.cache` with `preemptible-groth16/` appended, used only when it is the process's own and
+//! private ([`cache_dir`]; the checks are in `program/disk.rs`), else programs are cached in
+//! memory only.
+
+mod disk;
+
+pub use disk::{cache_dir, CacheDir, CacheError, CACHE_DIR_ENV, MAX_BINARY};
 
 use super::device::Device;
 use super::error::GpuError;
 use super::staging::Staging;
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 /// Stack of the thread that runs the OpenCL compiler.
 const BUILD_STACK: usize = 256 << 20;
-
-/// Environment variable naming the program cache directory.
-pub const CACHE_DIR_ENV: &str = "PREEMPTIBLE_GROTH16_CACHE_DIR";
 
 /// Environment variable that replaces the per-device compiler options of [`device_options`]
 /// (for measuring variants; the value is passed to the OpenCL compiler as it is).
@@ -180,20 +183,6 @@ fn memory_cache() -> &'static MemoryCache {
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// The directory for cached program binaries.
-pub fn cache_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os(CACHE_DIR_ENV) {
-        return PathBuf::from(dir);
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
-    match base {
-        Some(base) => base.join("preemptible-groth16"),
-        None => std::env::temp_dir().join("preemptible-groth16-cache"),
-    }
-}
-
 /// 128-bit FNV-1a (two 64-bit lanes with different offsets): a stable key across Rust versions,
 /// which `std`'s hasher does not promise. Not a security boundary: the cache is the user's own.
 fn key_of(parts: &[&str]) -> String {
@@ -255,36 +244,74 @@ fn build_uncached(
 ) -> Result<BuiltProgram, GpuError> {
     let start = Instant::now();
     let shared = device_context(device)?;
-    let context = &shared.context;
-    let path = cache_dir().join(format!("{key}.bin"));
-
-    if let Ok(binary) = std::fs::read(&path) {
-        let bins: [&[u8]; 1] = [&binary];
-        match ocl::Program::builder()
-            .binaries(&bins)
-            .devices(device.device)
-            .cmplr_opt(options)
-            .build(context)
-        {
-            Ok(program) => {
-                log::info!(
-                    "gpu: program for {} loaded from {} in {:.2?}",
-                    device.name,
-                    path.display(),
-                    start.elapsed()
-                );
-                return Ok(BuiltProgram::new(shared, program, true));
-            }
-            Err(e) => log::warn!(
-                "gpu: ignoring unusable cached program {}: {e}",
-                path.display()
-            ),
+    let name = format!("{key}.bin");
+    let dir = disk::usable_dir();
+    if let Some(dir) = &dir {
+        if let Some(program) = load_cached(device, &shared.context, options, dir, &name) {
+            log::info!(
+                "gpu: program for {} loaded from {} in {:.2?}",
+                device.name,
+                dir.join(&name).display(),
+                start.elapsed()
+            );
+            return Ok(BuiltProgram::new(shared, program, true));
         }
     }
+    let program = compile(device, &shared.context, source, options)?;
+    log::info!(
+        "gpu: program for {} compiled in {:.2?}",
+        device.name,
+        start.elapsed()
+    );
+    if let Some(dir) = &dir {
+        if let Err(e) = store(&program, dir, &name) {
+            log::warn!("gpu: could not cache the program in {}: {e}", dir.display());
+        }
+    }
+    Ok(BuiltProgram::new(shared, program, false))
+}
 
-    // Drivers compile on the calling thread and can need more stack than a caller's thread has
-    // (NVIDIA's compiler overflowed a 2 MiB test thread on the multiexp program), so the build
-    // runs on a thread of its own with a large stack.
+/// The program from the cached binary `name` in `dir`, or `None` (with a warning when a file is
+/// there but untrusted or unusable) to build from source.
+fn load_cached(
+    device: &Device,
+    context: &ocl::Context,
+    options: &str,
+    dir: &Path,
+    name: &str,
+) -> Option<ocl::Program> {
+    let path = dir.join(name);
+    let binary = match disk::load(dir, name) {
+        Ok(binary) => binary?,
+        Err(e) => {
+            log::warn!("gpu: ignoring cached program: {e}");
+            return None;
+        }
+    };
+    let bins: [&[u8]; 1] = [&binary];
+    ocl::Program::builder()
+        .binaries(&bins)
+        .devices(device.device)
+        .cmplr_opt(options)
+        .build(context)
+        .map_err(|e| {
+            log::warn!(
+                "gpu: ignoring unusable cached program {}: {e}",
+                path.display()
+            )
+        })
+        .ok()
+}
+
+/// Compiles `source` for `device`. Drivers compile on the calling thread and can need more stack
+/// than a caller's thread has (NVIDIA's compiler overflowed a 2 MiB test thread on the multiexp
+/// program), so the build runs on a thread of its own with a large stack.
+fn compile(
+    device: &Device,
+    context: &ocl::Context,
+    source: &str,
+    options: &str,
+) -> Result<ocl::Program, GpuError> {
     let program = std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name("opencl-build".into())
@@ -305,11 +332,6 @@ fn build_uncached(
         device: device.name.clone(),
         log,
     })?;
-    log::info!(
-        "gpu: program for {} compiled in {:.2?}",
-        device.name,
-        start.elapsed()
-    );
     // The compiler's messages (with `-cl-nv-verbose`, NVIDIA's registers and spills per kernel).
     if log::log_enabled!(log::Level::Debug) {
         if let Ok(ocl::enums::ProgramBuildInfoResult::BuildLog(text)) =
@@ -320,32 +342,22 @@ fn build_uncached(
             }
         }
     }
-    if let Err(e) = store(&program, &path) {
-        log::warn!(
-            "gpu: could not cache the program at {}: {e}",
-            path.display()
-        );
-    }
-    Ok(BuiltProgram::new(shared, program, false))
+    Ok(program)
 }
 
-/// Writes the program's binary atomically (temporary file, then rename).
-fn store(program: &ocl::Program, path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
-    let binaries = match program.info(ocl::enums::ProgramInfo::Binaries)? {
-        ocl::enums::ProgramInfoResult::Binaries(b) => b,
-        _ => return Err("the driver returned no program binary".into()),
+/// Caches the program's binary as `name` in `dir` (written, synced and renamed: `disk::store`).
+fn store(program: &ocl::Program, dir: &Path, name: &str) -> Result<(), CacheError> {
+    let no_binary = |why: &str| CacheError::NoBinary(why.into());
+    let binaries = match program.info(ocl::enums::ProgramInfo::Binaries) {
+        Ok(ocl::enums::ProgramInfoResult::Binaries(b)) => b,
+        Ok(_) => return Err(no_binary("an answer other than binaries")),
+        Err(e) => return Err(no_binary(&e.to_string())),
     };
-    let binary = binaries.into_iter().next().ok_or("no program binary")?;
-    if binary.is_empty() {
-        return Err("the driver returned an empty program binary".into());
+    match binaries.into_iter().next() {
+        Some(binary) if !binary.is_empty() => disk::store(dir, name, &binary),
+        Some(_) => Err(no_binary("an empty binary")),
+        None => Err(no_binary("none for the device")),
     }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, &binary)?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -25,8 +25,8 @@ pub struct Holder {
     pub verified: bool,
 }
 
-/// The holder named in `device`'s lock file, read without locking and with a bound
-/// ([`super::file::TEXT_LIMIT`] bytes): callers use it right after a failed
+/// The holder named in `device`'s lock file, read without locking and with a bound (256 bytes):
+/// callers use it right after a failed
 /// [`super::GpuLock::try_acquire`], when the device is held. `None` if the text is missing,
 /// partly written or not a holder's, or the file is not a regular file with one link.
 pub fn holder_text(dir: &Path, device: &str) -> Option<Holder> {
