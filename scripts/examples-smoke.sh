@@ -18,6 +18,11 @@ fail() {
 example() {
     cargo run -q --all-features --example "$@"
 }
+# The built example's path (for running it under `timeout` or as another user).
+example_path() {
+    cargo build -q --all-features --example "$1" >&2
+    echo "target/debug/examples/$1"
+}
 
 # 1. Two proofs with JSON reports: each verified, with the fields the issue names.
 out=$(PREEMPTIBLE_GROTH16_FAKE_GPUS=1 example prover -- --circuit squares --log2-constraints 10 \
@@ -66,4 +71,39 @@ kill "$holder" 2>/dev/null || true
 grep -q "fake-0 .*held by pid $holder at low priority" <<<"$status" || fail "gpu_status: no holder: $status"
 # The waiter's pid comes from /proc/locks where its device numbers match the file's (Linux).
 grep -Eq "waiting: high( \(pid $holder\))?$" <<<"$status" || fail "gpu_status: no waiter: $status"
-echo "examples-smoke: prover --json, the demo and gpu_status ok"
+# 4. A prover in a sticky, world-writable directory that another uid prepared (needs root, as CI
+# runs): a symlink to a root-only file where the lock file goes, a FIFO and a 2 GiB sparse file
+# as flags, and the high flag held exclusively. The proof verifies, the target is untouched,
+# and the status view says why the device is unusable.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    chmod 755 "$work"
+    hostile="$work/hostile"
+    mkdir -m 1777 "$hostile"
+    printf 'precious\n' >"$work/secret"
+    chmod 600 "$work/secret"
+    as_nobody() { (cd "$hostile" && setpriv --reuid=65534 --regid=65534 --clear-groups "$@"); }
+    as_nobody ln -s ../secret pg16-fake-0.lock
+    as_nobody mkfifo -m 666 pg16-fake-0.want-0.flag
+    as_nobody truncate -s 2G pg16-fake-0.want-1.flag
+    as_nobody sh -c 'touch pg16-fake-0.want-2.flag && chmod 666 pg16-fake-0.want-2.flag'
+    as_nobody flock -x pg16-fake-0.want-2.flag sleep 60 &
+    attacker=$!
+    sleep 0.3
+    out=$(PREEMPTIBLE_GROTH16_LOCK_DIR=$hostile PREEMPTIBLE_GROTH16_FAKE_GPUS=1 timeout 120 \
+        "$(example_path prover)" --circuit squares --log2-constraints 10 --priority high --json \
+        2>"$work/hostile.err") || fail "prover in a hostile directory: $(tail -5 "$work/hostile.err")"
+    grep -q '"verified":true' <<<"$out" || fail "hostile directory: no verified proof: $out"
+    grep -q "symbolic link" "$work/hostile.err" || fail "hostile directory: no warning: $(cat "$work/hostile.err")"
+    [ "$(cat "$work/secret")" = precious ] && [ "$(stat -c %a "$work/secret")" = 600 ] ||
+        fail "hostile directory: the symlink's target was changed"
+    status=$(PREEMPTIBLE_GROTH16_LOCK_DIR=$hostile PREEMPTIBLE_GROTH16_FAKE_GPUS=1 timeout 20 \
+        "$(example_path gpu_status)")
+    kill "$attacker" 2>/dev/null || true
+    grep -q "fake-0 .*lock file unusable (is a symbolic link" <<<"$status" ||
+        fail "gpu_status in a hostile directory: $status"
+    hostile_note=", a prover in a directory another uid prepared"
+else
+    echo "examples-smoke: not root: the hostile-directory step needs a second uid; skipped" >&2
+    hostile_note=""
+fi
+echo "examples-smoke: prover --json, the demo and gpu_status ok$hostile_note"
