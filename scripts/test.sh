@@ -14,4 +14,6 @@ scripts/install-opencl.sh
 
 # The test profile is optimised (Cargo.toml), so the proofs in the tests take seconds.
 cargo test --all-features
+# The full-disk test mounts a tmpfs: ignored unless root runs it (as CI does).
+[ "$(id -u)" -ne 0 ] || cargo test --all-features --test preemption -- --ignored --exact a_full_lock_directory_loses_no_proof
 scripts/examples-smoke.sh

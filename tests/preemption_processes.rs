@@ -1,6 +1,7 @@
 //! Preemption between provers in separate processes: this test binary re-executes itself as a
-//! child prover (`child_prover`, which does nothing unless `PG16_CHILD` is set) on fake devices
-//! and a lock directory shared with the parent. The child prints its report as one JSON line;
+//! child prover (`child_prover`, an ignored test that the parent runs with `--ignored --exact`
+//! and `PG16_CHILD` set) on fake devices and a lock directory shared with the parent, removed
+//! when the test ends. The child prints its report as one JSON line;
 //! the parent asserts on it, and kills children with SIGKILL to show that a dead holder or a dead
 //! requester leaves nothing locked.
 #![cfg(all(feature = "gpu", unix))]
@@ -24,6 +25,7 @@ use preemptible_groth16::gpu::locks::{
 use preemptible_groth16::groth16::{generate_random_parameters, Priority, ProveOptions};
 use rand::thread_rng;
 use reports::{field, prove_and_print, report_in};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -36,11 +38,12 @@ const FAKES: &str = "1:4000";
 const CHILD_DEVICES_ENV: &str = "PG16_CHILD_DEVICES";
 
 /// The child's side: `PG16_CHILD=priority:log2-constraints` proves once on `fake-0` and prints
-/// `REPORT {"verified":..., ...}`.
+/// `REPORT {"verified":..., ...}`. Not a test of its own: ignored, and run only by the parents.
 #[test]
+#[ignore = "child process entry point: the process tests run it"]
 fn child_prover() {
     let Ok(spec) = std::env::var(CHILD_ENV) else {
-        return;
+        panic!("{CHILD_ENV} is not set: this runs only as a child of the process tests");
     };
     let (priority, k) = spec.split_once(':').expect("priority:k");
     let priority: Priority = priority.parse().expect("priority");
@@ -66,14 +69,30 @@ fn child_prover() {
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn setup(name: &str) -> MutexGuard<'static, ()> {
-    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+/// A test's hold on the process: the tests run one at a time, each with a fresh lock directory,
+/// removed when this is dropped (also when the test fails).
+struct Setup {
+    dir: PathBuf,
+    _serial: MutexGuard<'static, ()>,
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn setup(name: &str) -> Setup {
+    let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     std::env::set_var(FAKE_GPUS_ENV, FAKES);
     let dir = std::env::temp_dir().join(format!("pg16-procs-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::env::set_var(LOCK_DIR_ENV, &dir);
-    guard
+    Setup {
+        dir,
+        _serial: serial,
+    }
 }
 
 fn spawn_child(priority: Priority, k: u32) -> Child {
@@ -102,11 +121,17 @@ fn spawn_opencl_child(priority: Priority, k: u32) -> Child {
 
 fn child_command(priority: Priority, k: u32) -> Command {
     let mut c = Command::new(std::env::current_exe().unwrap());
-    c.args(["--exact", "child_prover", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, format!("{priority}:{k}"))
-        .env(LOCK_DIR_ENV, locks::lock_dir())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+    c.args([
+        "--ignored",
+        "--exact",
+        "child_prover",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(CHILD_ENV, format!("{priority}:{k}"))
+    .env(LOCK_DIR_ENV, locks::lock_dir())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
     c
 }
 

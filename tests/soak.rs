@@ -4,7 +4,9 @@
 //! protocol (it does not grow). The run ends with a summary.
 //!
 //! CI runs the short version (`PG16_SOAK_SECONDS`, default 12 s); `scripts/soak.sh` runs it for
-//! longer. Children are this test binary re-executed (`soak_child`).
+//! longer. Children are this test binary re-executed (`soak_child`, an ignored test run with
+//! `--ignored --exact`). A child that exits without a verified proof, or dies of a signal the
+//! parent did not send, is a failure.
 #![cfg(all(feature = "gpu", unix))]
 
 #[path = "circuits/mod.rs"]
@@ -22,11 +24,14 @@ use rand::{thread_rng, Rng};
 use reports::{field, prove_and_print, quantile, report_in};
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
-use std::path::PathBuf;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const CHILD_ENV: &str = "PG16_SOAK_CHILD";
+/// The signal the parent kills children with (`Child::kill`); the same number on every Unix.
+const SIGKILL: i32 = 9;
 const SECONDS_ENV: &str = "PG16_SOAK_SECONDS";
 const PROVERS_ENV: &str = "PG16_SOAK_PROVERS";
 const FAKES: &str = "2:3000";
@@ -39,10 +44,12 @@ fn params_path(dir: &std::path::Path, k: u32) -> PathBuf {
 }
 
 /// The child's side: `PG16_SOAK_CHILD=priority:k:params-dir` proves once and prints `REPORT ...`.
+/// Not a test of its own: ignored, and run only by the parent.
 #[test]
+#[ignore = "child process entry point: soak_many_provers_with_kills runs it"]
 fn soak_child() {
     let Ok(spec) = std::env::var(CHILD_ENV) else {
-        return;
+        panic!("{CHILD_ENV} is not set: this runs only as a child of soak_many_provers_with_kills");
     };
     let mut parts = spec.splitn(3, ':');
     let priority: Priority = parts.next().unwrap().parse().unwrap();
@@ -65,13 +72,76 @@ fn soak_child() {
 struct Running {
     child: Child,
     kill_at: Option<Instant>,
+    /// Whether the parent sent it SIGKILL.
+    killed: bool,
+}
+
+/// Removes a directory when dropped, also when the test fails.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let path = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Why a finished child counts as a failure, if it does: it must have exited with 0 after a
+/// verified proof, or died of the SIGKILL the parent sent.
+fn failure(status: std::process::ExitStatus, report: Option<&str>, killed: bool) -> Option<String> {
+    if let Some(report) = report {
+        if !report.contains("\"verified\":true") {
+            return Some(format!("not verified: {report}"));
+        }
+    }
+    match (status.code(), status.signal()) {
+        (Some(0), _) if report.is_some() => None,
+        (_, Some(SIGKILL)) if killed => None,
+        (_, Some(signal)) => Some(format!("killed by signal {signal}, not sent by the test")),
+        (code, None) => Some(format!("exit {code:?} with report {report:?}")),
+    }
+}
+
+/// The check on a finished child can fail: a signal the parent did not send, a failed exit, a
+/// missing or unverified report (wait statuses as the kernel gives them: `code << 8` or the signal).
+#[test]
+fn children_that_die_unasked_are_failures() {
+    use std::process::ExitStatus;
+    let (ok, bad) = ("{\"verified\":true}", "{\"verified\":false}");
+    let exit = |code: i32| ExitStatus::from_raw(code << 8);
+    let signal = ExitStatus::from_raw;
+    assert_eq!(failure(exit(0), Some(ok), false), None);
+    assert_eq!(failure(signal(SIGKILL), None, true), None);
+    assert_eq!(failure(signal(SIGKILL), Some(ok), true), None);
+    for (status, report, killed) in [
+        (signal(SIGKILL), None, false),
+        (signal(11), None, true),
+        (signal(6), Some(ok), false),
+        (exit(101), None, true),
+        (exit(0), None, false),
+        (exit(0), Some(bad), false),
+    ] {
+        assert!(
+            failure(status, report, killed).is_some(),
+            "{status:?}, report {report:?}, killed {killed}"
+        );
+    }
 }
 
 #[test]
 fn soak_many_provers_with_kills() {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        return;
-    }
     let seconds: u64 = std::env::var(SECONDS_ENV)
         .ok()
         .and_then(|s| s.parse().ok())
@@ -80,15 +150,15 @@ fn soak_many_provers_with_kills() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(4);
-    let root = std::env::temp_dir().join(format!("pg16-soak-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+    let root_dir = TempDir::new("pg16-soak");
+    let root = root_dir.path();
     let lock_dir = root.join("locks");
     std::fs::create_dir_all(&lock_dir).unwrap();
     let rng = &mut thread_rng();
     for k in SIZES {
         let params = generate_random_parameters(Squares::log2(k), rng).unwrap();
         params
-            .write(BufWriter::new(File::create(params_path(&root, k)).unwrap()))
+            .write(BufWriter::new(File::create(params_path(root, k)).unwrap()))
             .unwrap();
     }
 
@@ -96,7 +166,13 @@ fn soak_many_provers_with_kills() {
         let priority = Priority::ALL[rng.gen_range(0..3)];
         let k = SIZES[rng.gen_range(0..SIZES.len())];
         let child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "soak_child", "--nocapture", "--test-threads=1"])
+            .args([
+                "--ignored",
+                "--exact",
+                "soak_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_ENV, format!("{priority}:{k}:{}", root.display()))
             .env(FAKE_GPUS_ENV, FAKES)
             .env(LOCK_DIR_ENV, &lock_dir)
@@ -108,7 +184,11 @@ fn soak_many_provers_with_kills() {
         let kill_at = rng
             .gen_bool(0.3)
             .then(|| Instant::now() + Duration::from_millis(rng.gen_range(20..800)));
-        Running { child, kill_at }
+        Running {
+            child,
+            kill_at,
+            killed: false,
+        }
     };
 
     let deadline = Instant::now() + Duration::from_secs(seconds);
@@ -123,6 +203,7 @@ fn soak_many_provers_with_kills() {
             if r.kill_at.is_some_and(|t| Instant::now() >= t) {
                 if r.child.try_wait().unwrap().is_none() {
                     r.child.kill().unwrap();
+                    r.killed = true;
                     kills += 1;
                 }
                 r.kill_at = None;
@@ -131,18 +212,14 @@ fn soak_many_provers_with_kills() {
                 let done = running.swap_remove(i);
                 let out = done.child.wait_with_output().unwrap();
                 let text = String::from_utf8_lossy(&out.stdout);
-                if let Some(report) = report_in(&text) {
+                let report = report_in(&text);
+                if let Some(report) = report {
                     proofs += 1;
-                    if !report.contains("\"verified\":true") {
-                        failed.push(report.to_string());
-                    }
                     preemptions += field(report, "preemptions").unwrap_or(0.0);
                     returns += field(report, "returns_to_gpu").unwrap_or(0.0);
                     handovers.extend(field(report, "handover_ms"));
-                } else if out.status.code().is_some() {
-                    // Exited without a report and without being killed: a failure.
-                    failed.push(format!("exit {:?}: {text}", out.status));
                 }
+                failed.extend(failure(out.status, report, done.killed));
                 if Instant::now() < deadline {
                     running.push(spawn(rng));
                 }
@@ -186,5 +263,4 @@ fn soak_many_provers_with_kills() {
         files.len() <= 4 * DEVICES.len(),
         "the lock directory grew: {files:?}"
     );
-    let _ = std::fs::remove_dir_all(&root);
 }

@@ -1,15 +1,17 @@
-//! A verifying key from arbitrary bytes: an error or a value, never a panic; a value read back
-//! from its own encoding is the same value.
+//! A verifying key from arbitrary bytes: an error or a value, never a panic; a value's encoding
+//! is exactly the bytes it was read from (reading is canonical; bytes after the key are left
+//! unread and not compared).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use preemptible_groth16::groth16::VerifyingKey;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(vk) = VerifyingKey::read(data) {
+    let mut rest = data;
+    if let Ok(vk) = VerifyingKey::read(&mut rest) {
+        let consumed = &data[..data.len() - rest.len()];
         let mut encoded = Vec::new();
         vk.write(&mut encoded).expect("writing to a Vec");
-        let again = VerifyingKey::read(&encoded[..]).expect("our own encoding reads back");
-        assert!(again == vk, "a round trip changed the key");
+        assert!(encoded == consumed, "the key has another encoding");
     }
 });

@@ -81,8 +81,10 @@ impl Drop for PriorityGuard {
     }
 }
 
-/// Whether any device of this process is free right now (nobody holds its lock). A snapshot:
-/// the answer can change as soon as it is returned.
+/// Whether any device of this process is free right now (nobody holds its lock, and its lock file
+/// is usable: a device whose file another user planted counts as not free). A snapshot: the
+/// answer can change as soon as it is returned. An error only where a lock can be neither taken
+/// nor refused (the system's flock failed).
 pub fn gpu_is_available() -> Result<bool, LockError> {
     let dir = locks::lock_dir();
     let status = locks::status(&dir, &backend::device_ids())?;

@@ -12,8 +12,13 @@
 //!
 //! Reading never trusts a length field: points are read in blocks of at most [`READ_BLOCK`] into
 //! buffers that grow with the bytes actually present, so a hostile length claiming billions of
-//! points fails at the end of the input instead of allocating for it. Blocks are decoded (and, when `checked`, tested for being on the
-//! curve and in the prime-order subgroup) in parallel.
+//! points fails at the end of the input instead of allocating for it. Blocks are decoded (and,
+//! when `checked`, tested for being on the curve and in the prime-order subgroup) in parallel.
+//!
+//! Reading is canonical: a point is accepted only in the encoding [`Parameters::write`] gives it,
+//! so whenever a read succeeds, writing the value back gives exactly the bytes read, and a file
+//! or key named by its hash has one byte string. blst alone also takes, in an uncompressed slot,
+//! a compressed encoding (its flag set) followed by any 48 (G1) or 96 (G2) bytes.
 
 use crate::multicore;
 use bellpepper_core::SynthesisError;
@@ -49,6 +54,16 @@ pub enum ReadError {
     /// outside the prime-order subgroup.
     #[error("{section}[{index}] is not a valid point (bad encoding, off the curve, or outside the prime-order subgroup)")]
     InvalidPoint {
+        /// The part of the format being read.
+        section: &'static str,
+        /// Index of the point within its section.
+        index: usize,
+    },
+    /// A point decodes, but its bytes are not the one encoding that writing it gives (for instance
+    /// a compressed encoding with other bytes after it in an uncompressed slot). Accepting it would
+    /// give one value several byte strings, so a file or key could not be named by its hash.
+    #[error("{section}[{index}] is not the canonical encoding of its point")]
+    NonCanonicalPoint {
         /// The part of the format being read.
         section: &'static str,
         /// Index of the point within its section.
@@ -100,15 +115,36 @@ enum Identity {
     Rejected,
 }
 
-fn decode<G: UncompressedEncoding + PrimeCurveAffine>(
-    bytes: &G::Uncompressed,
-    checked: bool,
-) -> Option<G> {
-    if checked {
-        G::from_uncompressed(bytes).into()
+/// Where a point sits, for errors.
+#[derive(Clone, Copy)]
+struct At {
+    section: &'static str,
+    index: usize,
+}
+
+/// Decodes the point whose uncompressed encoding is `bytes`, accepting only its canonical
+/// encoding: the re-encoding is compared with the input (cheap for uncompressed points, no square
+/// root; see [`ReadError::NonCanonicalPoint`]).
+fn decode<G>(bytes: &[u8], at: At, checked: bool, identity: Identity) -> Result<G, ReadError>
+where
+    G: UncompressedEncoding + PrimeCurveAffine,
+{
+    let At { section, index } = at;
+    let mut repr = G::Uncompressed::default();
+    repr.as_mut().copy_from_slice(bytes);
+    let decoded = if checked {
+        G::from_uncompressed(&repr)
     } else {
-        G::from_uncompressed_unchecked(bytes).into()
+        G::from_uncompressed_unchecked(&repr)
+    };
+    let p: G = Option::from(decoded).ok_or(ReadError::InvalidPoint { section, index })?;
+    if p.to_uncompressed().as_ref() != bytes {
+        return Err(ReadError::NonCanonicalPoint { section, index });
     }
+    if identity == Identity::Rejected && bool::from(p.is_identity()) {
+        return Err(ReadError::PointAtInfinity { section, index });
+    }
+    Ok(p)
 }
 
 fn read_point<G, R>(
@@ -125,11 +161,7 @@ where
     reader
         .read_exact(repr.as_mut())
         .map_err(io_error(section))?;
-    let p = decode::<G>(&repr, checked).ok_or(ReadError::InvalidPoint { section, index: 0 })?;
-    if identity == Identity::Rejected && bool::from(p.is_identity()) {
-        return Err(ReadError::PointAtInfinity { section, index: 0 });
-    }
-    Ok(p)
+    decode(repr.as_ref(), At { section, index: 0 }, checked, identity)
 }
 
 /// Reads `len(u32) points...`, a block at a time.
@@ -164,15 +196,11 @@ where
                 .par_chunks_exact(size)
                 .enumerate()
                 .map(|(i, chunk)| {
-                    let index = first + i;
-                    let mut repr = G::Uncompressed::default();
-                    repr.as_mut().copy_from_slice(chunk);
-                    let p = decode::<G>(&repr, checked)
-                        .ok_or(ReadError::InvalidPoint { section, index })?;
-                    if identity == Identity::Rejected && bool::from(p.is_identity()) {
-                        return Err(ReadError::PointAtInfinity { section, index });
-                    }
-                    Ok(p)
+                    let at = At {
+                        section,
+                        index: first + i,
+                    };
+                    decode(chunk, at, checked, identity)
                 })
                 .collect()
         });
@@ -231,8 +259,9 @@ impl VerifyingKey {
         write_points(&mut writer, &self.ic)
     }
 
-    /// Reads a key in bellman's format, checking every point (on the curve, in the subgroup). The
-    /// six fixed points must not be the identity: a key with `delta = 0` would accept forgeries.
+    /// Reads a key in bellman's format, checking every point (on the curve, in the subgroup, in
+    /// its canonical encoding). The six fixed points must not be the identity: a key with
+    /// `delta = 0` would accept forgeries.
     pub fn read<R: Read>(mut reader: R) -> Result<Self, ReadError> {
         Self::read_with(&mut reader, true)
     }
@@ -292,8 +321,9 @@ impl Parameters {
 
     /// Reads parameters in bellman's format. With `checked`, every point is tested for being on
     /// the curve and in the prime-order subgroup (slow for large files, but a file from an
-    /// untrusted source needs it); without, only the encoding is checked. Query points at infinity
-    /// are rejected either way.
+    /// untrusted source needs it); without, only the encoding is checked. Either way every point
+    /// must be in its canonical encoding (the one `write` gives), and query points at infinity are
+    /// rejected. Reading stops after `b_g2`: bytes after it are left unread.
     pub fn read<R: Read>(mut reader: R, checked: bool) -> Result<Self, ReadError> {
         let reader = &mut reader;
         let no_identity = Identity::Rejected;

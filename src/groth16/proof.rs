@@ -28,9 +28,10 @@ impl Proof {
         writer.write_all(self.c.to_bytes().as_ref())
     }
 
-    /// Reads a proof, checking that each point is on the curve, in the prime-order subgroup and
-    /// not the identity (a verifier must never accept points outside the subgroup: small-subgroup
-    /// components would pass the pairing check for forged values).
+    /// Reads a proof, checking that each point is on the curve, in the prime-order subgroup, not
+    /// the identity (a verifier must never accept points outside the subgroup: small-subgroup
+    /// components would pass the pairing check for forged values) and in its canonical encoding,
+    /// so that [`Proof::write`] gives back exactly the 192 bytes read.
     pub fn read<R: Read>(mut reader: R) -> Result<Self, ReadError> {
         Ok(Proof {
             a: read_compressed(&mut reader, "proof.a")?,
@@ -60,6 +61,11 @@ where
         .map_err(io_error(section))?;
     let p: G =
         Option::from(G::from_bytes(&repr)).ok_or(ReadError::InvalidPoint { section, index: 0 })?;
+    // blst accepts only the canonical compressed encoding today; comparing the re-encoding keeps
+    // `write(read(bytes)) == bytes` true whatever the decoder allows (a proof named by its hash).
+    if p.to_bytes().as_ref() != repr.as_ref() {
+        return Err(ReadError::NonCanonicalPoint { section, index: 0 });
+    }
     if bool::from(p.is_identity()) {
         return Err(ReadError::PointAtInfinity { section, index: 0 });
     }
