@@ -8,10 +8,10 @@ use circuits::{mimc, mimc_constants, MiMC, Sha256Preimage, Squares};
 use ff::Field;
 use group::{Curve, Group};
 use preemptible_groth16::groth16::{
-    create_proof, create_proof_batch_priority, create_proof_in_priority, create_random_proof,
-    create_random_proof_batch, create_random_proof_batch_priority, create_random_proof_in_priority,
-    generate_random_parameters, prepare_verifying_key, verify_proof, verify_proofs_batch,
-    Parameters, Proof, VerificationError,
+    create_proof, create_proof_batch_in_priority, create_proof_in_priority, create_random_proof,
+    create_random_proof_batch, create_random_proof_batch_in_priority,
+    create_random_proof_in_priority, generate_random_parameters, prepare_verifying_key,
+    verify_proof, verify_proofs_batch, Parameters, Proof, VerificationError,
 };
 use preemptible_groth16::SynthesisError;
 use rand::SeedableRng;
@@ -255,11 +255,29 @@ fn bellpersons_priority_entry_points_prove() {
         assert_eq!(fixed, create_proof(c, &params, r, s).unwrap());
         let random = create_random_proof_in_priority(c, &params, rng, priority).unwrap();
         let batch =
-            create_proof_batch_priority(vec![c; 2], &params, vec![r; 2], vec![s; 2], priority)
+            create_proof_batch_in_priority(vec![c; 2], &params, vec![r; 2], vec![s; 2], priority)
                 .unwrap();
         assert_eq!(batch, vec![fixed; 2]);
-        let random_batch =
-            create_random_proof_batch_priority(vec![c; 2], &params, rng, priority).unwrap();
+        // The earlier names stay, deprecated, and prove the same.
+        #[allow(deprecated)]
+        let old = preemptible_groth16::groth16::create_proof_batch_priority(
+            vec![c; 2],
+            &params,
+            vec![r; 2],
+            vec![s; 2],
+            priority,
+        );
+        assert_eq!(old.unwrap(), batch);
+        let mut random_batch =
+            create_random_proof_batch_in_priority(vec![c; 2], &params, rng, priority).unwrap();
+        #[allow(deprecated)]
+        let old = preemptible_groth16::groth16::create_random_proof_batch_priority(
+            vec![c; 1],
+            &params,
+            rng,
+            priority,
+        );
+        random_batch.extend(old.unwrap());
         for p in [&fixed, &random].into_iter().chain(&random_batch) {
             assert!(verify_proof(&pvk, p, &inputs).unwrap());
         }

@@ -17,11 +17,13 @@ pub use options::{
 pub use params::{ParameterSource, Parameters, ReadError, VerifyingKey};
 pub use proof::Proof;
 pub use prover::{
-    create_proof, create_proof_batch, create_proof_batch_priority, create_proof_batch_with_options,
-    create_proof_in_priority, create_proof_with_options, create_random_proof,
-    create_random_proof_batch, create_random_proof_batch_priority, create_random_proof_in_priority,
-    create_random_proof_with_options,
+    create_proof, create_proof_batch, create_proof_batch_in_priority,
+    create_proof_batch_with_options, create_proof_in_priority, create_proof_with_options,
+    create_random_proof, create_random_proof_batch, create_random_proof_batch_in_priority,
+    create_random_proof_in_priority, create_random_proof_with_options,
 };
+#[allow(deprecated)]
+pub use prover::{create_proof_batch_priority, create_random_proof_batch_priority};
 pub use verifier::{
     prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey,
     VerificationError,

@@ -449,7 +449,7 @@ where
 }
 
 /// bellperson's name: [`create_proof_batch`] at the priority `priority` maps to.
-pub fn create_proof_batch_priority<C, P>(
+pub fn create_proof_batch_in_priority<C, P>(
     circuits: Vec<C>,
     params: P,
     r: Vec<Scalar>,
@@ -466,7 +466,7 @@ where
 }
 
 /// bellperson's name: [`create_random_proof_batch`] at the priority `priority` maps to.
-pub fn create_random_proof_batch_priority<C, P, R>(
+pub fn create_random_proof_batch_in_priority<C, P, R>(
     circuits: Vec<C>,
     params: P,
     rng: &mut R,
@@ -478,5 +478,43 @@ where
     R: RngCore,
 {
     let (r, s) = blinding_factors(circuits.len(), rng);
-    create_proof_batch_priority(circuits, params, r, s, priority)
+    create_proof_batch_in_priority(circuits, params, r, s, priority)
+}
+
+/// The earlier name of [`create_proof_batch_in_priority`].
+#[deprecated(
+    since = "0.1.0",
+    note = "use `create_proof_batch_in_priority`, bellperson's name"
+)]
+pub fn create_proof_batch_priority<C, P>(
+    circuits: Vec<C>,
+    params: P,
+    r: Vec<Scalar>,
+    s: Vec<Scalar>,
+    priority: bool,
+) -> Result<Vec<Proof>, SynthesisError>
+where
+    C: Circuit<Scalar> + Send,
+    P: ParameterSource + Sync,
+{
+    create_proof_batch_in_priority(circuits, params, r, s, priority)
+}
+
+/// The earlier name of [`create_random_proof_batch_in_priority`].
+#[deprecated(
+    since = "0.1.0",
+    note = "use `create_random_proof_batch_in_priority`, bellperson's name"
+)]
+pub fn create_random_proof_batch_priority<C, P, R>(
+    circuits: Vec<C>,
+    params: P,
+    rng: &mut R,
+    priority: bool,
+) -> Result<Vec<Proof>, SynthesisError>
+where
+    C: Circuit<Scalar> + Send,
+    P: ParameterSource + Sync,
+    R: RngCore,
+{
+    create_random_proof_batch_in_priority(circuits, params, rng, priority)
 }
