@@ -62,6 +62,7 @@ use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+pub mod bellperson;
 mod file;
 mod status;
 
@@ -126,6 +127,8 @@ fn would_block(e: &std::io::Error) -> bool {
 #[derive(Debug)]
 pub struct GpuLock {
     file: File,
+    /// Our share of bellperson's GPU lock ([`bellperson`]), released with ours.
+    _bellperson: bellperson::SharedGpuLock,
     path: PathBuf,
     device: String,
     priority: Priority,
@@ -146,6 +149,11 @@ impl GpuLock {
             Err(e) if would_block(&e) => return Ok(None),
             Err(source) => return Err(LockError { path, source }),
         }
+        // A bellperson prover on the GPUs: the device is busy. Our lock goes before any text is
+        // written (dropping the file releases it).
+        let Some(bellperson) = bellperson::share_gpu_lock(&bellperson::dir())? else {
+            return Ok(None);
+        };
         let since_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
@@ -157,6 +165,7 @@ impl GpuLock {
             .and_then(|_| file.write_all(text.as_bytes()));
         Ok(Some(GpuLock {
             file,
+            _bellperson: bellperson,
             path,
             device: device.to_string(),
             priority,
@@ -294,6 +303,8 @@ pub struct HigherPriorityProbe {
     /// Each level's flag path and open file; behind a mutex only so that a file can be reopened
     /// through `&self` (one thread probes a held device at a time).
     flags: std::sync::Mutex<Vec<(PathBuf, File)>>,
+    /// bellperson's priority lock, a `High` request, for holders below `High`.
+    bellperson: Option<(PathBuf, File)>,
 }
 
 impl HigherPriorityProbe {
@@ -311,8 +322,21 @@ impl HigherPriorityProbe {
                 open(&path).map(|f| (path, f))
             })
             .collect::<Result<_, _>>()?;
+        let bellperson = if priority < Priority::High {
+            let path = bellperson::priority_lock_path(&bellperson::dir());
+            match open(&path) {
+                Ok(file) => Some((path, file)),
+                Err(e) => {
+                    warn_once(&path.to_string_lossy(), &format!("gpu: {e}; not probed"));
+                    None
+                }
+            }
+        } else {
+            None
+        };
         Ok(HigherPriorityProbe {
             flags: std::sync::Mutex::new(flags),
+            bellperson,
         })
     }
 
@@ -339,6 +363,12 @@ impl HigherPriorityProbe {
                 if flag_raised(path, file)? {
                     return Ok(true);
                 }
+            }
+        }
+        if let Some((path, file)) = &self.bellperson {
+            if bellperson::priority_taken(path, file)? {
+                std::thread::sleep(CONFIRM_PAUSE);
+                return bellperson::priority_taken(path, file);
             }
         }
         Ok(false)

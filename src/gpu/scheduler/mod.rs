@@ -93,6 +93,9 @@ struct Asking {
     flag: PriorityFlag,
     /// When it was raised: the hand-over's start.
     since: Instant,
+    /// bellperson's priority lock, held while a `High` prover asks for a device that a
+    /// bellperson prover holds (its normal provers yield to it).
+    bellperson: Option<locks::bellperson::PriorityRequest>,
     /// Whether the holder is a verified lower priority, worth waiting for at the proof's start
     /// (a holder whose text the kernel's lock table does not confirm may be anyone, and may
     /// never yield: the prover starts on the CPU and takes the device if it comes free).
@@ -134,6 +137,10 @@ impl GpuClaim {
             .filter(|d| only.map_or(true, |ids| ids.contains(&d.id)))
             .collect();
         if devices.is_empty() {
+            return None;
+        }
+        if locks::bellperson::gpu_disabled() {
+            log::info!("gpu: BELLMAN_NO_GPU is set; proving on the CPU");
             return None;
         }
         let dir = locks::lock_dir();

@@ -3,7 +3,8 @@
 
 use super::{lock, max_opt, Asking, ClaimInner, LockedKernel};
 use crate::gpu::backend::GpuDevice;
-use crate::gpu::locks::{self, GpuLock, HigherPriorityProbe, PriorityFlag};
+use crate::gpu::locks::{self, bellperson, GpuLock, HigherPriorityProbe, PriorityFlag};
+use crate::groth16::Priority;
 use std::time::{Duration, Instant};
 
 /// How long a prover waits at its start for a lower priority to hand a device over before it
@@ -134,6 +135,16 @@ impl ClaimInner {
     /// flag on it (once; again if a temp cleaner deleted the flag file).
     fn ask_lower_holder(&self, device: &GpuDevice) {
         let holder = locks::holder_text(&self.dir, &device.id);
+        // A bellperson prover holding its GPU lock is, for us, a verified holder at Normal.
+        let bellperson_holds = holder.is_none() && bellperson::holds_gpu(&bellperson::dir());
+        let holder = holder.or_else(|| {
+            bellperson_holds.then_some(locks::Holder {
+                pid: 0,
+                priority: Priority::Normal,
+                since_unix_ms: 0,
+                verified: true,
+            })
+        });
         let mut s = self.shared();
         let worth_waiting = match holder {
             // Text the lock table does not confirm may be anyone's: ask (a real lower holder
@@ -150,6 +161,9 @@ impl ClaimInner {
         };
         if let Some(asking) = s.asking.get_mut(&device.id) {
             asking.worth_waiting = worth_waiting;
+            if bellperson_holds && asking.bellperson.is_none() {
+                asking.bellperson = self.bellperson_request();
+            }
             if let Err(e) = asking.flag.refresh() {
                 log::warn!("gpu: cannot ask for {} again: {e}", device.id);
             }
@@ -168,11 +182,17 @@ impl ClaimInner {
                     }
                 );
                 let since = Instant::now();
+                let bellperson = if bellperson_holds {
+                    self.bellperson_request()
+                } else {
+                    None
+                };
                 s.asking.insert(
                     device.id.clone(),
                     Asking {
                         flag,
                         since,
+                        bellperson,
                         worth_waiting,
                     },
                 );
@@ -181,6 +201,21 @@ impl ClaimInner {
                 &e.path.to_string_lossy(),
                 &format!("gpu: cannot ask for {}: {e}", device.id),
             ),
+        }
+    }
+
+    /// For a `High` prover: bellperson's priority lock, which makes a bellperson prover give its
+    /// GPUs up (`None` below `High`, or when someone already holds it).
+    fn bellperson_request(&self) -> Option<bellperson::PriorityRequest> {
+        if self.priority != Priority::High {
+            return None;
+        }
+        match bellperson::PriorityRequest::try_raise(&bellperson::dir()) {
+            Ok(request) => request,
+            Err(e) => {
+                locks::warn_once(&e.path.to_string_lossy(), &format!("gpu: {e}"));
+                None
+            }
         }
     }
 
