@@ -86,7 +86,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
     as_nobody mkfifo -m 666 pg16-fake-0.want-0.flag
     as_nobody truncate -s 2G pg16-fake-0.want-1.flag
     as_nobody sh -c 'touch pg16-fake-0.want-2.flag && chmod 666 pg16-fake-0.want-2.flag'
-    as_nobody flock -x pg16-fake-0.want-2.flag sleep 60 &
+    as_nobody flock -o -x pg16-fake-0.want-2.flag sleep 60 &
     attacker=$!
     sleep 0.3
     out=$(PREEMPTIBLE_GROTH16_LOCK_DIR=$hostile PREEMPTIBLE_GROTH16_FAKE_GPUS=1 timeout 120 \

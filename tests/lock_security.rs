@@ -308,7 +308,7 @@ fn a_huge_lock_file_held_by_another_user_costs_no_memory() {
     h.prepare(&format!(
         "echo 1 0 0 > {LOCK}; truncate -s 2G {LOCK}; chmod 666 {LOCK}"
     ));
-    let _holder = h.hold(&format!("exec flock -x {LOCK} sleep 600"));
+    let _holder = h.hold(&format!("exec flock -o -x {LOCK} sleep 600"));
     let run = h.prove(Priority::High, None);
     assert_within_bounds(&run, &clean);
     assert_eq!(run.gpu_chunks(), 0.0, "the device is held");
@@ -326,7 +326,7 @@ fn holder_text_that_lies_does_not_hold_a_high_prover_up() {
     // Holds the device and claims it is pid 1 at Low, which a High prover would wait for.
     h.prepare(&format!("touch {LOCK}; chmod 666 {LOCK}"));
     let _holder = h.hold(&format!(
-        "exec flock -x {LOCK} sh -c 'echo 1 0 $(date +%s)000 > {LOCK}; exec sleep 600'"
+        "exec flock -o -x {LOCK} sh -c 'echo 1 0 $(date +%s)000 > {LOCK}; exec sleep 600'"
     ));
     let holder = locks::holder_text(&h.dir, "fake-0").expect("the lie reads as a holder");
     assert_eq!((holder.pid, holder.verified), (1, false));
@@ -348,7 +348,7 @@ fn flags_held_exclusively_by_another_user_do_not_hang_a_prover() {
     let mut holders = Vec::new();
     for flag in FLAGS {
         h.prepare(&format!("touch {flag}; chmod 666 {flag}"));
-        holders.push(h.hold(&format!("exec flock -x {flag} sleep 600")));
+        holders.push(h.hold(&format!("exec flock -o -x {flag} sleep 600")));
     }
     for priority in [Priority::High, Priority::Normal, Priority::Low] {
         let run = h.prove(priority, None);

@@ -436,3 +436,130 @@ fn a_high_process_takes_a_free_device_before_preempting() {
     assert!(high.contains("\"fake-1\":"), "{high}");
     assert_eq!(field(&low, "preemptions"), Some(0.0), "{low}");
 }
+
+/// A process holding bellperson's files as bellperson 0.27 does (`flock` from util-linux), in the
+/// test's lock directory, which the children see as their temp directory (`TMPDIR`): bellperson
+/// keeps its locks in the temp directory. Killed when dropped.
+struct Bellperson(Child);
+
+impl Bellperson {
+    fn run(script: &str) -> Bellperson {
+        let child = Command::new("sh")
+            .args(["-c", script])
+            .current_dir(locks::lock_dir())
+            .spawn()
+            .unwrap();
+        Bellperson(child)
+    }
+}
+
+impl Drop for Bellperson {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Whether someone holds bellperson's file `name` exclusively (a shared try fails).
+fn held_exclusively(name: &str) -> bool {
+    !Command::new("flock")
+        .args(["-n", "-s", name, "true"])
+        .current_dir(locks::lock_dir())
+        .status()
+        .unwrap()
+        .success()
+}
+
+fn bellperson_env() -> [(&'static str, String); 1] {
+    [("TMPDIR", locks::lock_dir().display().to_string())]
+}
+
+fn spawn_beside_bellperson(priority: Priority, k: u32, extra: &[(&str, &str)]) -> Child {
+    let env = bellperson_env();
+    let mut all: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    all.extend_from_slice(extra);
+    spawn_child_with(priority, k, &all)
+}
+
+#[test]
+fn a_bellperson_prover_on_the_gpu_keeps_ours_off_it() {
+    let _g = setup("bp-holds");
+    let holder = Bellperson::run("exec flock -o -x bellman.gpu.lock sleep 600");
+    wait_until("bellperson holds its GPU lock", || {
+        held_exclusively("bellman.gpu.lock")
+    });
+    let low = report_of(spawn_beside_bellperson(Priority::Low, 12, &[]));
+    assert!(low.contains("\"verified\":true"), "{low}");
+    assert_eq!(field(&low, "gpu_chunks"), Some(0.0), "{low}");
+    drop(holder);
+    let low = report_of(spawn_beside_bellperson(Priority::Low, 12, &[]));
+    assert!(field(&low, "gpu_chunks").unwrap() > 0.0, "{low}");
+}
+
+#[test]
+fn a_bellperson_high_prover_preempts_ours_and_ours_keeps_bellperson_waiting() {
+    let _g = setup("bp-high");
+    let low = spawn_beside_bellperson(Priority::Low, 15, &[]);
+    let low_pid = low.id();
+    wait_until("the low child holds fake-0", || {
+        holder_pid() == Some(low_pid)
+    });
+    // Our holder shares bellperson's GPU lock: bellperson's exclusive lock would wait.
+    let free_for_bellperson = Command::new("flock")
+        .args(["-n", "-x", "bellman.gpu.lock", "true"])
+        .current_dir(locks::lock_dir())
+        .status()
+        .unwrap()
+        .success();
+    assert!(
+        !free_for_bellperson,
+        "bellperson could take the GPU beside ours"
+    );
+    // bellperson's high prover takes its priority lock for its whole proof.
+    let _high = Bellperson::run("exec flock -o -x bellman.priority.lock sleep 600");
+    let low = report_of(low);
+    assert!(low.contains("\"verified\":true"), "{low}");
+    assert!(field(&low, "preemptions").unwrap() >= 1.0, "{low}");
+}
+
+#[test]
+fn our_high_prover_takes_the_gpu_from_a_bellperson_prover() {
+    let _g = setup("bp-normal");
+    // A bellperson normal prover: holds the GPU lock until a priority lock is taken (its kernels
+    // abort then), and gives it up.
+    let mut normal = Bellperson::run(
+        "exec flock -o -x bellman.gpu.lock sh -c \
+         'while flock -n -s bellman.priority.lock true; do sleep 0.01; done'",
+    );
+    wait_until("bellperson holds its GPU lock", || {
+        held_exclusively("bellman.gpu.lock")
+    });
+    let high = report_of(spawn_beside_bellperson(Priority::High, 12, &[]));
+    assert!(high.contains("\"verified\":true"), "{high}");
+    assert!(field(&high, "gpu_chunks").unwrap() > 0.0, "{high}");
+    assert!(field(&high, "handover_ms").is_some(), "{high}");
+    assert!(
+        normal.0.try_wait().unwrap().is_some(),
+        "the bellperson prover did not give the GPU up"
+    );
+    // Once our High proof is done, bellperson's priority lock is free again.
+    assert!(!held_exclusively("bellman.priority.lock"));
+}
+
+#[test]
+fn bellman_no_gpu_keeps_ours_on_the_cpu() {
+    let _g = setup("bp-no-gpu");
+    let off = report_of(spawn_beside_bellperson(
+        Priority::Normal,
+        12,
+        &[("BELLMAN_NO_GPU", "1")],
+    ));
+    assert!(off.contains("\"verified\":true"), "{off}");
+    assert_eq!(field(&off, "gpu_chunks"), Some(0.0), "{off}");
+    let on = report_of(spawn_beside_bellperson(
+        Priority::Normal,
+        12,
+        &[("BELLMAN_NO_GPU", "0")],
+    ));
+    assert!(field(&on, "gpu_chunks").unwrap() > 0.0, "{on}");
+}

@@ -50,6 +50,9 @@
 //!    a holder's text is believed only where the kernel's lock table shows its pid holding the
 //!    lock ([`Holder::verified`]). What anyone who can open the files can still do (keep a
 //!    device for themselves) is written down in docs/RELIABILITY.md, "Threat model".
+//! 9. bellperson 0.27's provers are part of the protocol ([`bellperson`]): a [`GpuLock`] also
+//!    holds a shared lock on `bellman.gpu.lock`, so a bellperson prover and ours never hold a GPU
+//!    at once, and `bellman.priority.lock` held exclusively is a `High` request.
 //!
 //! flock is per open file description, so two threads that each open the file contend exactly
 //! as two processes do: one mechanism serves both. (Calls name `fs2::FileExt` explicitly: recent
