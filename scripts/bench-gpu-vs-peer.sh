@@ -8,7 +8,9 @@
 # Sections: msm (G1, ours on the GPU beside blst's CPU multiexp, the peer's only multiexp
 # command), g2 (ours on the GPU beside ours on the CPU: the peer has no G2 command), fft (ours on
 # the GPU, kernels alone and end to end, beside ours on the CPU: the peer has no FFT command),
-# prove (ours with the gpu feature beside bellperson 0.27 with its GPU). OURS_GPU_BIN, OURS_CPU_BIN
+# prove (ours with the gpu feature beside bellperson 0.27 with its GPU), batch (BATCH_PROOFS proofs,
+# default 10, at BATCH_SIZES, ours beside bellperson's create_random_proof_batch; not in the default
+# SECTIONS: the peer's setup at 2^22 takes minutes, so cache it with BENCH_PARAMS_DIR). OURS_GPU_BIN, OURS_CPU_BIN
 # and PEER_BIN skip the builds (for a machine without cargo, such as the GPU host).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +21,7 @@ MSM_SIZES=${MSM_SIZES:-"16 18 20 22 24"}
 G2_SIZES=${G2_SIZES:-"16 18 20 22 24"}
 FFT_SIZES=${FFT_SIZES:-"16 18 20 22 24"}
 PROVE_SIZES=${PROVE_SIZES:-"16 18 20"}
+BATCH_SIZES=${BATCH_SIZES:-"20 22"}
 REPS=${REPS:-3}
 
 # The executable cargo builds for these arguments (its file name has a hash that depends on the
@@ -94,6 +97,18 @@ for section in $SECTIONS; do
             o=$("$OURS_GPU_BIN" prove "$k" "$REPS" | line "prove 2^")
             p=$("$PEER_BIN" prove "$k" "$REPS" 2>/dev/null | line "bellperson prove")
             row "Groth16 prove (squares), ours GPU" "$k" "$o" "$p" "$(ratio "$o" "$p")" "bellperson 0.27, GPU" prove
+        done ;;
+    batch)
+        # A batch of BATCH_PROOFS proofs sharing one parameter set: ours through
+        # create_proof_batch_with_options, the peer's create_random_proof_batch (its parameters
+        # cached with BENCH_PARAMS_DIR). The limit column is BATCH_PROOFS proofs' limit.
+        n=${BATCH_PROOFS:-10}
+        for k in $BATCH_SIZES; do
+            o=$("$OURS_GPU_BIN" batch "$k" "$n" "$REPS" | line "batch 2^")
+            p=$("$PEER_BIN" batch "$k" "$n" "$REPS" 2>/dev/null | grep "bellperson batch" | grep -oE 'best [0-9.]+' | num)
+            l=$(python3 -c "print($(limit prove "$k") * $n)")
+            echo "| Groth16 batch of $n (squares), ours GPU | 2^$k | $o | $p | $(ratio "$o" "$p") | bellperson 0.27, GPU | $l | $(ratio "$o" "$l") |" >> "$out"
+            tail -n 1 "$out" >&2
         done ;;
     *) echo "unknown section $section" >&2; exit 2 ;;
     esac
