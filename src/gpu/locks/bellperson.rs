@@ -18,7 +18,7 @@
 //! (`BELLPERSON_GPUS_PER_LOCK`) are not read: with it set, a warning says so.
 //! `BELLMAN_NO_GPU` (anything but `0`) turns our GPU use off as it does bellperson's.
 //!
-//! These files get the rules of [`super::file`] like ours.
+//! These files are opened by the same rules as ours (a symlink, a FIFO or a hard link is not used).
 
 use super::file::{open, warn_once};
 use super::{would_block, LockError};
