@@ -542,3 +542,28 @@ fn write_fuzz_seeds() {
     proof.write(&mut pr).unwrap();
     write("read_proof", &pr);
 }
+
+/// bellperson's `Proof::size` and `Proof::read_many`: proofs one after another, exactly `count`.
+#[test]
+fn many_proofs_read_back_and_wrong_lengths_are_errors() {
+    let (_, proof, _) = setup();
+    assert_eq!(Proof::size(), 192);
+    let mut bytes = Vec::new();
+    for _ in 0..5 {
+        proof.write(&mut bytes).unwrap();
+    }
+    assert_eq!(Proof::read_many(&bytes, 5).unwrap(), vec![proof; 5]);
+    assert_eq!(Proof::read_many(&[], 0).unwrap(), vec![]);
+    assert!(matches!(
+        Proof::read_many(&bytes[..bytes.len() - 1], 5),
+        Err(ReadError::Truncated { .. })
+    ));
+    assert!(matches!(
+        Proof::read_many(&bytes, 4),
+        Err(ReadError::Malformed(_))
+    ));
+    assert!(Proof::read_many(&bytes, usize::MAX).is_err());
+    // A bad point in the fourth proof fails the whole read.
+    bytes[3 * 192 + 50] ^= 0x40;
+    assert!(Proof::read_many(&bytes, 5).is_err());
+}

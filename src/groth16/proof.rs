@@ -40,6 +40,34 @@ impl Proof {
         })
     }
 
+    /// The size of one proof in bytes (bellperson's `Proof::size`).
+    pub const fn size() -> usize {
+        PROOF_SIZE
+    }
+
+    /// Reads `count` proofs written one after another (bellperson's `Proof::read_many`), checking
+    /// each as [`Proof::read`] does. The bytes must hold exactly `count` proofs: fewer is
+    /// [`ReadError::Truncated`], more is [`ReadError::Malformed`]. The proofs are decoded in
+    /// parallel (a G2 decompression with its subgroup check is the cost).
+    pub fn read_many(bytes: &[u8], count: usize) -> Result<Vec<Proof>, ReadError> {
+        use rayon::prelude::*;
+        let needed = count.checked_mul(PROOF_SIZE);
+        match needed {
+            Some(n) if n == bytes.len() => {}
+            Some(n) if n > bytes.len() => return Err(ReadError::Truncated { section: "proofs" }),
+            _ => {
+                return Err(ReadError::Malformed(format!(
+                    "{} bytes for {count} proofs of {PROOF_SIZE} bytes",
+                    bytes.len()
+                )))
+            }
+        }
+        bytes
+            .par_chunks_exact(PROOF_SIZE)
+            .map(Proof::read)
+            .collect()
+    }
+
     /// The proof as bytes.
     pub fn to_bytes(&self) -> [u8; PROOF_SIZE] {
         let mut out = [0u8; PROOF_SIZE];
