@@ -296,3 +296,33 @@ fn fixed_blinding_is_deterministic() {
     let pvk = prepare_verifying_key(&params.vk);
     assert!(verify_proof(&pvk, &p1, &[c.output()]).unwrap());
 }
+
+/// Verification errors convert into `SynthesisError` (bellperson's variants), so `?` works in a
+/// function that returns it; a false proof is `Ok(false)`, not an error.
+#[test]
+fn verification_errors_convert_for_question_mark() {
+    fn check(
+        pvk: &preemptible_groth16::groth16::PreparedVerifyingKey,
+        proof: &Proof,
+        inputs: &[Scalar],
+    ) -> Result<bool, SynthesisError> {
+        Ok(verify_proof(pvk, proof, inputs)?)
+    }
+    let rng = &mut rng(12);
+    let c = Squares { n: 8 };
+    let params = generate_random_parameters(c, rng).unwrap();
+    let pvk = prepare_verifying_key(&params.vk);
+    let proof = create_random_proof(c, &params, rng).unwrap();
+    assert!(check(&pvk, &proof, &[c.output::<Scalar>()]).unwrap());
+    assert!(!check(&pvk, &proof, &[Scalar::ONE]).unwrap());
+    assert!(matches!(
+        check(&pvk, &proof, &[]),
+        Err(SynthesisError::MalformedVerifyingKey)
+    ));
+    let batch: SynthesisError = VerificationError::BatchLengthMismatch {
+        proofs: 2,
+        inputs: 1,
+    }
+    .into();
+    assert!(matches!(batch, SynthesisError::IncompatibleLengthVector(_)));
+}

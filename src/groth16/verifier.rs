@@ -59,6 +59,23 @@ pub enum VerificationError {
     },
 }
 
+/// So that `?` works on verification inside functions that return bellpepper's
+/// [`SynthesisError`](bellpepper_core::SynthesisError), with the variants bellperson 0.27's
+/// verifier returns: a wrong number of public inputs is `MalformedVerifyingKey`, a batch whose
+/// lengths differ is `IncompatibleLengthVector`.
+impl From<VerificationError> for bellpepper_core::SynthesisError {
+    fn from(e: VerificationError) -> Self {
+        match e {
+            VerificationError::WrongInputCount { .. } => {
+                bellpepper_core::SynthesisError::MalformedVerifyingKey
+            }
+            VerificationError::BatchLengthMismatch { .. } => {
+                bellpepper_core::SynthesisError::IncompatibleLengthVector(e.to_string())
+            }
+        }
+    }
+}
+
 /// Precomputes what verification needs from `vk`.
 pub fn prepare_verifying_key(vk: &VerifyingKey) -> PreparedVerifyingKey {
     PreparedVerifyingKey {
