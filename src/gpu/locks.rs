@@ -240,20 +240,8 @@ impl PriorityFlag {
     pub fn raise(dir: &Path, device: &str, priority: Priority) -> Result<PriorityFlag, LockError> {
         let path = flag_path(dir, device, priority);
         let file = open(&path)?;
-        for _ in 0..RAISE_TRIES {
-            match FileExt::try_lock_shared(&file) {
-                Ok(()) => return Ok(PriorityFlag { file, path }),
-                Err(e) if would_block(&e) => std::thread::sleep(RAISE_PAUSE),
-                Err(source) => return Err(LockError { path, source }),
-            }
-        }
-        Err(LockError {
-            path,
-            source: std::io::Error::new(
-                std::io::ErrorKind::WouldBlock,
-                "held exclusively by another process for 2 ms",
-            ),
-        })
+        lock_shared_soon(&path, &file)?;
+        Ok(PriorityFlag { file, path })
     }
 
     /// Whether the flag is still raised on the file at its path (a temp cleaner may have deleted
@@ -270,33 +258,33 @@ impl PriorityFlag {
             return Ok(());
         }
         let file = open(&self.path)?;
-        for _ in 0..RAISE_TRIES {
-            match FileExt::try_lock_shared(&file) {
-                Ok(()) => {
-                    log::info!(
-                        "gpu: flag {} was deleted or replaced; raised again",
-                        self.path.display()
-                    );
-                    self.file = file;
-                    return Ok(());
-                }
-                Err(e) if would_block(&e) => std::thread::sleep(RAISE_PAUSE),
-                Err(source) => {
-                    return Err(LockError {
-                        path: self.path.clone(),
-                        source,
-                    })
-                }
-            }
-        }
-        Err(LockError {
-            path: self.path.clone(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::WouldBlock,
-                "held exclusively by another process for 2 ms",
-            ),
-        })
+        lock_shared_soon(&self.path, &file)?;
+        log::info!(
+            "gpu: flag {} was deleted or replaced; raised again",
+            self.path.display()
+        );
+        self.file = file;
+        Ok(())
     }
+}
+
+/// A shared lock on `file` within [`RAISE_TRIES`] non-blocking tries, or an error.
+fn lock_shared_soon(path: &Path, file: &File) -> Result<(), LockError> {
+    let error = |source| LockError {
+        path: path.to_path_buf(),
+        source,
+    };
+    for _ in 0..RAISE_TRIES {
+        match FileExt::try_lock_shared(file) {
+            Ok(()) => return Ok(()),
+            Err(e) if would_block(&e) => std::thread::sleep(RAISE_PAUSE),
+            Err(source) => return Err(error(source)),
+        }
+    }
+    Err(error(std::io::Error::new(
+        std::io::ErrorKind::WouldBlock,
+        "held exclusively by another process for 2 ms",
+    )))
 }
 
 /// The flags above one level of one device, kept open so that a probe is two system calls per
@@ -420,30 +408,41 @@ fn flag_raised(path: &Path, file: &File) -> Result<bool, LockError> {
     Ok(raised)
 }
 
+/// A test's lock directory, removed when the test ends (also when it fails): for the unit tests
+/// of this module and its submodules.
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod test_dir {
+    use std::path::{Path, PathBuf};
 
-    /// A test's lock directory, removed when the test ends (also when it fails).
-    struct Dir(PathBuf);
+    pub struct Dir(pub PathBuf);
+
     impl std::ops::Deref for Dir {
         type Target = Path;
         fn deref(&self) -> &Path {
             &self.0
         }
     }
+
     impl Drop for Dir {
         fn drop(&mut self) {
             let _ = std::fs::remove_dir_all(&self.0);
         }
     }
 
-    fn dir(name: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("pg16-locks-{name}-{}", std::process::id()));
+    /// A fresh, empty directory for the test `name` (names are unique across the lock tests).
+    pub fn dir(name: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("pg16-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         Dir(d)
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use test_dir::dir;
 
     #[test]
     fn a_flag_held_exclusively_by_someone_else_fails_fast() {

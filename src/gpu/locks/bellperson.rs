@@ -139,18 +139,7 @@ pub(super) fn priority_taken(path: &Path, file: &File) -> Result<bool, LockError
 mod tests {
     use super::*;
 
-    struct Dir(PathBuf);
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-    fn dir(name: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("pg16-bp-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
+    use super::super::test_dir::dir;
 
     #[test]
     fn our_provers_share_the_gpu_lock_and_bellpersons_excludes_them() {

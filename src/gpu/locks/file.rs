@@ -174,18 +174,7 @@ pub(crate) fn warn_if_unsafe_dir(dir: &Path) {
 mod tests {
     use super::*;
 
-    struct Dir(std::path::PathBuf);
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-    fn dir(name: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("pg16-file-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
+    use super::super::test_dir::dir;
 
     #[test]
     fn creates_shareable_files_and_reopens_them() {

@@ -210,26 +210,7 @@ mod tests {
     use super::super::{GpuLock, PriorityFlag};
     use super::*;
 
-    /// A test's lock directory, removed when the test ends.
-    struct Dir(std::path::PathBuf);
-    impl std::ops::Deref for Dir {
-        type Target = Path;
-        fn deref(&self) -> &Path {
-            &self.0
-        }
-    }
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    fn dir(name: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("pg16-status-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
+    use super::super::test_dir::dir;
 
     #[test]
     fn unusable_files_show_as_such_and_do_not_fail_the_view() {
