@@ -49,6 +49,7 @@
 #![cfg_attr(feature = "gpu", deny(unsafe_code))]
 
 mod batch_affine;
+pub mod compat;
 mod curve;
 pub mod domain;
 mod fixed_base;

@@ -1,12 +1,12 @@
 //! A circuit's witness and its constraints' evaluations, recorded by running the circuit against
 //! [`ProvingAssignment`], and the checks that the parameters fit it.
 
+use super::circuit::{AnyCircuit, Terms};
 use super::params::ParameterSource;
 use crate::multicore;
 use crate::multiexp::Density;
-use bellpepper_core::{
-    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
-};
+use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellpepper_core_02 as v02;
 use blstrs::Scalar;
 use ff::Field;
 use rayon::prelude::*;
@@ -66,36 +66,34 @@ impl ProvingAssignment {
 
 /// Evaluates `lc`, marking the variables with non-zero coefficients in the density trackers.
 fn eval(
-    lc: &LinearCombination<Scalar>,
-    mut input_density: Option<&mut Density>,
-    mut aux_density: Option<&mut Density>,
+    lc: &impl Terms,
+    input_density: Option<&mut Density>,
+    aux_density: Option<&mut Density>,
     inputs: &[Scalar],
     aux: &[Scalar],
 ) -> Scalar {
+    sum_terms(lc.input_terms(), inputs, input_density) + sum_terms(lc.aux_terms(), aux, aux_density)
+}
+
+/// `sum coeff * values[i]` over `terms`, marking each `i` in `density`.
+fn sum_terms<'a>(
+    terms: impl Iterator<Item = (usize, &'a Scalar)>,
+    values: &[Scalar],
+    mut density: Option<&mut Density>,
+) -> Scalar {
     let mut acc = Scalar::ZERO;
-    for (var, coeff) in lc.iter() {
+    for (i, coeff) in terms {
         // Plain comparisons: the constant-time `is_zero` cost a tenth of synthesis, and the
         // coefficients are the circuit's, not secrets.
         if *coeff == Scalar::ZERO {
             continue;
         }
-        let value = match var.get_unchecked() {
-            Index::Input(i) => {
-                if let Some(d) = input_density.as_deref_mut() {
-                    d.inc(i);
-                }
-                inputs.get(i)
-            }
-            Index::Aux(i) => {
-                if let Some(d) = aux_density.as_deref_mut() {
-                    d.inc(i);
-                }
-                aux.get(i)
-            }
-        };
-        // A variable index from another constraint system reads as zero; the proof then fails
-        // to verify rather than the prover panicking.
-        let value = value.copied().unwrap_or(Scalar::ZERO);
+        if let Some(d) = density.as_deref_mut() {
+            d.inc(i);
+        }
+        // A variable index from another constraint system reads as zero; the proof then fails to
+        // verify rather than the prover panicking.
+        let value = values.get(i).copied().unwrap_or(Scalar::ZERO);
         acc += if *coeff == Scalar::ONE {
             value
         } else {
@@ -103,6 +101,39 @@ fn eval(
         };
     }
     acc
+}
+
+impl ProvingAssignment {
+    fn push_aux(&mut self, value: Scalar) -> usize {
+        self.aux_assignment.push(value);
+        self.a_aux_density.add_element();
+        self.b_aux_density.add_element();
+        self.aux_assignment.len() - 1
+    }
+
+    fn push_input(&mut self, value: Scalar) -> usize {
+        self.input_assignment.push(value);
+        self.b_input_density.add_element();
+        self.input_assignment.len() - 1
+    }
+
+    /// Records one constraint `a * b = c` by its three evaluations.
+    fn push_constraint<T: Terms>(&mut self, a: &T, b: &T, c: &T) {
+        let (inputs, aux) = (&self.input_assignment, &self.aux_assignment);
+        // Inputs need no density in A: the `input * 0 = 0` constraints make that query dense.
+        let a = eval(a, None, Some(&mut self.a_aux_density), inputs, aux);
+        let b = eval(
+            b,
+            Some(&mut self.b_input_density),
+            Some(&mut self.b_aux_density),
+            inputs,
+            aux,
+        );
+        let c = eval(c, None, None, inputs, aux);
+        self.a.push(a);
+        self.b.push(b);
+        self.c.push(c);
+    }
 }
 
 impl ConstraintSystem<Scalar> for ProvingAssignment {
@@ -114,12 +145,8 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.aux_assignment.push(f()?);
-        self.a_aux_density.add_element();
-        self.b_aux_density.add_element();
-        Ok(Variable::new_unchecked(Index::Aux(
-            self.aux_assignment.len() - 1,
-        )))
+        let i = self.push_aux(f()?);
+        Ok(Variable::new_unchecked(Index::Aux(i)))
     }
 
     fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -128,11 +155,8 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.input_assignment.push(f()?);
-        self.b_input_density.add_element();
-        Ok(Variable::new_unchecked(Index::Input(
-            self.input_assignment.len() - 1,
-        )))
+        let i = self.push_input(f()?);
+        Ok(Variable::new_unchecked(Index::Input(i)))
     }
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
@@ -143,25 +167,58 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
-        let (a, b, c) = (
-            a(LinearCombination::zero()),
-            b(LinearCombination::zero()),
-            c(LinearCombination::zero()),
-        );
-        let (inputs, aux) = (&self.input_assignment, &self.aux_assignment);
-        // Inputs need no density in A: the `input * 0 = 0` constraints make that query dense.
-        let a = eval(&a, None, Some(&mut self.a_aux_density), inputs, aux);
-        let b = eval(
-            &b,
-            Some(&mut self.b_input_density),
-            Some(&mut self.b_aux_density),
-            inputs,
-            aux,
-        );
-        let c = eval(&c, None, None, inputs, aux);
-        self.a.push(a);
-        self.b.push(b);
-        self.c.push(c);
+        let zero = LinearCombination::zero;
+        self.push_constraint(&a(zero()), &b(zero()), &c(zero()));
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// bellpepper-core 0.2's trait (bellperson 0.27's circuits and gadgets), the same recording.
+impl v02::ConstraintSystem<Scalar> for ProvingAssignment {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<v02::Variable, v02::SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, v02::SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let i = self.push_aux(f()?);
+        Ok(v02::Variable::new_unchecked(v02::Index::Aux(i)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<v02::Variable, v02::SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, v02::SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let i = self.push_input(f()?);
+        Ok(v02::Variable::new_unchecked(v02::Index::Input(i)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
+        LB: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
+        LC: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
+    {
+        let zero = v02::LinearCombination::zero;
+        self.push_constraint(&a(zero()), &b(zero()), &c(zero()));
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
@@ -179,20 +236,17 @@ impl ConstraintSystem<Scalar> for ProvingAssignment {
 }
 
 /// Runs the circuit with its witness and adds the input constraints, as the generator does.
-pub(super) fn synthesize<C: Circuit<Scalar>>(
+pub(super) fn synthesize<C: AnyCircuit>(
     circuit: C,
     size: &AssignmentSize,
 ) -> Result<ProvingAssignment, SynthesisError> {
     let mut cs = ProvingAssignment::with_capacity(size);
-    cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-    circuit.synthesize(&mut cs)?;
+    cs.push_input(Scalar::ONE);
+    circuit.synthesize_into(&mut cs)?;
+    let zero = LinearCombination::zero;
     for i in 0..cs.input_assignment.len() {
-        cs.enforce(
-            || "",
-            |lc| lc + Variable::new_unchecked(Index::Input(i)),
-            |lc| lc,
-            |lc| lc,
-        );
+        let input = zero() + Variable::new_unchecked(Index::Input(i));
+        cs.push_constraint(&input, &zero(), &zero());
     }
     // A witness that breaks a constraint would give a proof that does not verify; say so now.
     let bad = multicore::install(|| {

@@ -7,6 +7,7 @@
 //! parameter files are interchangeable: `a`, `b_g1`, `b_g2` hold only the variables that appear in
 //! `A` or `B` (points at infinity are dropped), and every auxiliary variable must be constrained.
 
+use super::circuit::{AnyCircuit, Current, Terms};
 use super::params::{Parameters, VerifyingKey};
 use crate::domain::EvaluationDomain;
 use crate::fixed_base::FixedBaseTable;
@@ -14,6 +15,7 @@ use crate::multicore;
 use bellpepper_core::{
     Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
 };
+use bellpepper_core_02 as v02;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
@@ -39,6 +41,40 @@ struct KeypairAssembly {
     matrices: [Vec<Term>; 3],
 }
 
+impl KeypairAssembly {
+    fn add_aux(&mut self) -> usize {
+        self.num_aux += 1;
+        self.num_aux - 1
+    }
+
+    fn add_input(&mut self) -> usize {
+        self.num_inputs += 1;
+        self.num_inputs - 1
+    }
+
+    /// Records the non-zero terms of one constraint `a * b = c`.
+    fn add_constraint<T: Terms>(&mut self, a: &T, b: &T, c: &T) {
+        let row = self.num_constraints;
+        for (matrix, lc) in self.matrices.iter_mut().zip([a, b, c]) {
+            // Zero coefficients are skipped, as the prover's density tracking skips them.
+            let nonzero = |(_, coeff): &(usize, &Scalar)| !bool::from(coeff.is_zero());
+            let inputs = lc.input_terms().filter(nonzero).map(|(i, coeff)| Term {
+                var: Index::Input(i),
+                row,
+                coeff: *coeff,
+            });
+            matrix.extend(inputs);
+            let aux = lc.aux_terms().filter(nonzero).map(|(i, coeff)| Term {
+                var: Index::Aux(i),
+                row,
+                coeff: *coeff,
+            });
+            matrix.extend(aux);
+        }
+        self.num_constraints += 1;
+    }
+}
+
 impl ConstraintSystem<Scalar> for KeypairAssembly {
     type Root = Self;
 
@@ -49,8 +85,7 @@ impl ConstraintSystem<Scalar> for KeypairAssembly {
         AR: Into<String>,
     {
         // Parameter generation needs no values, so the assignment closure is not called.
-        self.num_aux += 1;
-        Ok(Variable::new_unchecked(Index::Aux(self.num_aux - 1)))
+        Ok(Variable::new_unchecked(Index::Aux(self.add_aux())))
     }
 
     fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
@@ -59,8 +94,7 @@ impl ConstraintSystem<Scalar> for KeypairAssembly {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.num_inputs += 1;
-        Ok(Variable::new_unchecked(Index::Input(self.num_inputs - 1)))
+        Ok(Variable::new_unchecked(Index::Input(self.add_input())))
     }
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
@@ -71,25 +105,60 @@ impl ConstraintSystem<Scalar> for KeypairAssembly {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
-        let row = self.num_constraints;
-        let lcs = [
-            a(LinearCombination::zero()),
-            b(LinearCombination::zero()),
-            c(LinearCombination::zero()),
-        ];
-        for (matrix, lc) in self.matrices.iter_mut().zip(&lcs) {
-            // Zero coefficients are skipped, as the prover's density tracking skips them.
-            matrix.extend(
-                lc.iter()
-                    .filter(|(_, coeff)| !bool::from(coeff.is_zero()))
-                    .map(|(var, coeff)| Term {
-                        var: var.get_unchecked(),
-                        row,
-                        coeff: *coeff,
-                    }),
-            );
-        }
-        self.num_constraints += 1;
+        let zero = LinearCombination::zero;
+        self.add_constraint(&a(zero()), &b(zero()), &c(zero()));
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// bellpepper-core 0.2's trait (bellperson 0.27's circuits and gadgets), the same recording.
+impl v02::ConstraintSystem<Scalar> for KeypairAssembly {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<v02::Variable, v02::SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, v02::SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        Ok(v02::Variable::new_unchecked(v02::Index::Aux(
+            self.add_aux(),
+        )))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<v02::Variable, v02::SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, v02::SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        Ok(v02::Variable::new_unchecked(v02::Index::Input(
+            self.add_input(),
+        )))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
+        LB: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
+        LC: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
+    {
+        let zero = v02::LinearCombination::zero;
+        self.add_constraint(&a(zero()), &b(zero()), &c(zero()));
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
@@ -162,19 +231,27 @@ pub fn generate_parameters<C>(
 where
     C: Circuit<Scalar>,
 {
+    let toxic = Toxic::new(alpha, beta, gamma, delta, tau)?;
+    generate(Current(circuit), g1, g2, &toxic)
+}
+
+/// [`generate_parameters`] for a circuit of either bellpepper-core version.
+pub(crate) fn generate<C: AnyCircuit>(
+    circuit: C,
+    g1: G1Projective,
+    g2: G2Projective,
+    toxic: &Toxic,
+) -> Result<Parameters, SynthesisError> {
     let start = Instant::now();
     let mut cs = KeypairAssembly::default();
-    cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-    circuit.synthesize(&mut cs)?;
+    cs.add_input();
+    circuit.synthesize_into(&mut cs)?;
     // One constraint `input_i * 0 = 0` per input makes the input columns of A linearly
     // independent, which the soundness proof needs (and the IC query fully dense).
+    let zero = LinearCombination::zero;
     for i in 0..cs.num_inputs {
-        cs.enforce(
-            || "",
-            |lc| lc + Variable::new_unchecked(Index::Input(i)),
-            |lc| lc,
-            |lc| lc,
-        );
+        let input = zero() + Variable::new_unchecked(Index::Input(i));
+        cs.add_constraint(&input, &zero(), &zero());
     }
     log::info!(
         "setup: {} constraints, {} inputs, {} aux variables synthesized in {:.2?}",
@@ -183,23 +260,14 @@ where
         cs.num_aux,
         start.elapsed()
     );
-    let toxic = Toxic {
-        alpha,
-        beta,
-        gamma,
-        delta,
-        gamma_inv: Option::from(gamma.invert()).ok_or(SynthesisError::UnexpectedIdentity)?,
-        delta_inv: Option::from(delta.invert()).ok_or(SynthesisError::UnexpectedIdentity)?,
-        tau,
-    };
-    let params = multicore::install(|| build(&cs, g1, g2, &toxic, start))?;
+    let params = multicore::install(|| build(&cs, g1, g2, toxic, start))?;
     log::info!("setup: done in {:.2?}", start.elapsed());
     Ok(params)
 }
 
 /// The secret values of a setup; whoever knows them can forge proofs.
 #[derive(Clone, Copy)]
-struct Toxic {
+pub(crate) struct Toxic {
     alpha: Scalar,
     beta: Scalar,
     gamma: Scalar,
@@ -207,6 +275,28 @@ struct Toxic {
     gamma_inv: Scalar,
     delta_inv: Scalar,
     tau: Scalar,
+}
+
+impl Toxic {
+    /// The values, with the inverses of `gamma` and `delta`; either being zero is an error.
+    pub(crate) fn new(
+        alpha: Scalar,
+        beta: Scalar,
+        gamma: Scalar,
+        delta: Scalar,
+        tau: Scalar,
+    ) -> Result<Toxic, SynthesisError> {
+        let inverse = |x: Scalar| Option::from(x.invert()).ok_or(SynthesisError::UnexpectedIdentity);
+        Ok(Toxic {
+            alpha,
+            beta,
+            gamma,
+            delta,
+            gamma_inv: inverse(gamma)?,
+            delta_inv: inverse(delta)?,
+            tau,
+        })
+    }
 }
 
 /// The queries from the collected matrices.

@@ -2,6 +2,7 @@
 //! BLS12-381: parameter generation, proving and verification, with bellman's byte formats.
 
 mod assignment;
+mod circuit;
 mod generator;
 mod options;
 mod params;
@@ -28,3 +29,9 @@ pub use verifier::{
     prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey,
     VerificationError,
 };
+
+// For `compat::bellperson`, which runs circuits of bellpepper-core 0.2 through the same code.
+pub(crate) use circuit::{error_to_v02, Bellperson};
+pub(crate) use generator::{generate, Toxic};
+pub(crate) use params::write_points;
+pub(crate) use prover::prove_batch;

@@ -209,7 +209,7 @@ where
     Ok(points)
 }
 
-fn write_points<G, W>(writer: &mut W, points: &[G]) -> io::Result<()>
+pub(crate) fn write_points<G, W>(writer: &mut W, points: &[G]) -> io::Result<()>
 where
     G: UncompressedEncoding,
     W: Write,

@@ -13,6 +13,7 @@
 //! respective matrix, so the prover tracks which do ([`Density`](crate::multiexp::Density)) and drops the other scalars.
 
 use super::assignment::{check_len, synthesize, AssignmentSize, ProvingAssignment};
+use super::circuit::{AnyCircuit, Current};
 use super::options::{Priority, ProofReport, ProveOptions};
 use super::params::{ParameterSource, VerifyingKey};
 use super::proof::Proof;
@@ -329,6 +330,22 @@ pub fn create_proof_batch_with_options<C, P>(
 ) -> Result<Vec<(Proof, ProofReport)>, SynthesisError>
 where
     C: Circuit<Scalar> + Send,
+    P: ParameterSource + Sync,
+{
+    let circuits = circuits.into_iter().map(Current).collect();
+    prove_batch(circuits, params, r, s, options)
+}
+
+/// [`create_proof_batch_with_options`] for circuits of either bellpepper-core version.
+pub(crate) fn prove_batch<C, P>(
+    circuits: Vec<C>,
+    params: P,
+    r: Vec<Scalar>,
+    s: Vec<Scalar>,
+    options: &ProveOptions,
+) -> Result<Vec<(Proof, ProofReport)>, SynthesisError>
+where
+    C: AnyCircuit + Send,
     P: ParameterSource + Sync,
 {
     if r.len() != circuits.len() || s.len() != circuits.len() {

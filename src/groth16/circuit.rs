@@ -1,0 +1,135 @@
+//! Circuits of both bellpepper-core trait versions, seen as one.
+//!
+//! This crate's API takes circuits of bellpepper-core 0.4; bellperson 0.27 (and every gadget
+//! written for it) uses 0.2. The two versions' traits have the same shape but are different
+//! traits, so the prover's and the generator's constraint systems implement both, and a circuit
+//! is wrapped once ([`Current`] or [`Bellperson`]) to say which trait it is synthesized through.
+//! Nothing is converted per constraint: both versions' linear combinations are read in place
+//! through [`Terms`].
+
+use bellpepper_core::SynthesisError;
+use bellpepper_core_02 as v02;
+use blstrs::Scalar;
+
+/// A constraint system of this crate: it takes circuits of either trait version.
+pub(crate) trait BothVersions:
+    bellpepper_core::ConstraintSystem<Scalar> + v02::ConstraintSystem<Scalar>
+{
+}
+
+impl<CS> BothVersions for CS where
+    CS: bellpepper_core::ConstraintSystem<Scalar> + v02::ConstraintSystem<Scalar>
+{
+}
+
+/// A circuit of either version, ready to synthesize into one of this crate's constraint systems.
+pub(crate) trait AnyCircuit {
+    /// Runs the circuit against `cs`.
+    fn synthesize_into<CS: BothVersions>(self, cs: &mut CS) -> Result<(), SynthesisError>;
+}
+
+/// A circuit of bellpepper-core 0.4, this crate's own version.
+pub(crate) struct Current<C>(pub(crate) C);
+
+/// A circuit of bellpepper-core 0.2, the version bellperson 0.27 and its gadgets use.
+pub(crate) struct Bellperson<C>(pub(crate) C);
+
+impl<C: bellpepper_core::Circuit<Scalar>> AnyCircuit for Current<C> {
+    fn synthesize_into<CS: BothVersions>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        bellpepper_core::Circuit::synthesize(self.0, cs)
+    }
+}
+
+impl<C: v02::Circuit<Scalar>> AnyCircuit for Bellperson<C> {
+    fn synthesize_into<CS: BothVersions>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        v02::Circuit::synthesize(self.0, cs).map_err(error_from_v02)
+    }
+}
+
+/// The terms of one linear combination, inputs and auxiliary variables apart, as both versions
+/// store them.
+pub(crate) trait Terms {
+    /// `(input index, coefficient)` for each input term.
+    fn input_terms(&self) -> impl Iterator<Item = (usize, &Scalar)>;
+    /// `(auxiliary index, coefficient)` for each auxiliary term.
+    fn aux_terms(&self) -> impl Iterator<Item = (usize, &Scalar)>;
+}
+
+impl Terms for bellpepper_core::LinearCombination<Scalar> {
+    fn input_terms(&self) -> impl Iterator<Item = (usize, &Scalar)> {
+        self.iter_inputs().map(|(i, c)| (*i, c))
+    }
+    fn aux_terms(&self) -> impl Iterator<Item = (usize, &Scalar)> {
+        self.iter_aux().map(|(i, c)| (*i, c))
+    }
+}
+
+impl Terms for v02::LinearCombination<Scalar> {
+    fn input_terms(&self) -> impl Iterator<Item = (usize, &Scalar)> {
+        self.iter_inputs().map(|(i, c)| (*i, c))
+    }
+    fn aux_terms(&self) -> impl Iterator<Item = (usize, &Scalar)> {
+        self.iter_aux().map(|(i, c)| (*i, c))
+    }
+}
+
+/// A 0.2 error as 0.4's (the two enums have the same variants).
+pub(crate) fn error_from_v02(e: v02::SynthesisError) -> SynthesisError {
+    use v02::SynthesisError as Old;
+    match e {
+        Old::AssignmentMissing => SynthesisError::AssignmentMissing,
+        Old::DivisionByZero => SynthesisError::DivisionByZero,
+        Old::Unsatisfiable => SynthesisError::Unsatisfiable,
+        Old::PolynomialDegreeTooLarge => SynthesisError::PolynomialDegreeTooLarge,
+        Old::UnexpectedIdentity => SynthesisError::UnexpectedIdentity,
+        Old::IoError(e) => SynthesisError::IoError(e),
+        Old::MalformedVerifyingKey => SynthesisError::MalformedVerifyingKey,
+        Old::UnconstrainedVariable => SynthesisError::UnconstrainedVariable,
+        Old::MalformedProofs(s) => SynthesisError::MalformedProofs(s),
+        Old::MalformedSrs => SynthesisError::MalformedSrs,
+        Old::NonPowerOfTwo => SynthesisError::NonPowerOfTwo,
+        Old::IncompatibleLengthVector(s) => SynthesisError::IncompatibleLengthVector(s),
+        Old::InvalidPairing => SynthesisError::InvalidPairing,
+    }
+}
+
+/// A 0.4 error as 0.2's.
+pub(crate) fn error_to_v02(e: SynthesisError) -> v02::SynthesisError {
+    use v02::SynthesisError as Old;
+    match e {
+        SynthesisError::AssignmentMissing => Old::AssignmentMissing,
+        SynthesisError::DivisionByZero => Old::DivisionByZero,
+        SynthesisError::Unsatisfiable => Old::Unsatisfiable,
+        SynthesisError::PolynomialDegreeTooLarge => Old::PolynomialDegreeTooLarge,
+        SynthesisError::UnexpectedIdentity => Old::UnexpectedIdentity,
+        SynthesisError::IoError(e) => Old::IoError(e),
+        SynthesisError::MalformedVerifyingKey => Old::MalformedVerifyingKey,
+        SynthesisError::UnconstrainedVariable => Old::UnconstrainedVariable,
+        SynthesisError::MalformedProofs(s) => Old::MalformedProofs(s),
+        SynthesisError::MalformedSrs => Old::MalformedSrs,
+        SynthesisError::NonPowerOfTwo => Old::NonPowerOfTwo,
+        SynthesisError::IncompatibleLengthVector(s) => Old::IncompatibleLengthVector(s),
+        SynthesisError::InvalidPairing => Old::InvalidPairing,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_keep_their_variant_both_ways() {
+        let cases = [
+            SynthesisError::AssignmentMissing,
+            SynthesisError::Unsatisfiable,
+            SynthesisError::UnconstrainedVariable,
+            SynthesisError::IncompatibleLengthVector("l".into()),
+            SynthesisError::InvalidPairing,
+        ];
+        for e in cases {
+            let text = e.to_string();
+            let back = error_from_v02(error_to_v02(e));
+            assert_eq!(back.to_string(), text);
+        }
+    }
+}
