@@ -286,7 +286,8 @@ impl Toxic {
         delta: Scalar,
         tau: Scalar,
     ) -> Result<Toxic, SynthesisError> {
-        let inverse = |x: Scalar| Option::from(x.invert()).ok_or(SynthesisError::UnexpectedIdentity);
+        let inverse =
+            |x: Scalar| Option::from(x.invert()).ok_or(SynthesisError::UnexpectedIdentity);
         Ok(Toxic {
             alpha,
             beta,

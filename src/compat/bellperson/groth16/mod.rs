@@ -17,4 +17,6 @@ pub use prover::{
     create_random_proof_batch, create_random_proof_batch_in_priority,
     create_random_proof_batch_with_options, create_random_proof_in_priority,
 };
-pub use verifier::{prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey};
+pub use verifier::{
+    prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey,
+};
