@@ -8,6 +8,8 @@
 //! cargo bench --bench compare -- fft K REPS      # FFT of 2^K scalars
 //! cargo bench --bench compare -- batch K N REPS  # setup once, then best of REPS batches of N
 //!                                                 # proofs of 2^K (`create_proof_batch_with_options`)
+//! cargo bench --bench compare -- compat K REPS  # the same circuit through bellpepper-core 0.4
+//!                                                 # and 0.2 (`compat::bellperson`), alternately
 //! cargo bench --features gpu --bench compare -- gpu-fft K REPS   # the same on the first GPU,
 //!                                                 # host conversion and transfers included
 //! cargo bench --features gpu --bench compare -- gpu-msm K REPS   # G1 multiexp on the first GPU
@@ -265,6 +267,46 @@ fn batch(k: u32, count: usize, reps: usize) {
     );
 }
 
+/// Proves the squares circuit at 2^k written against bellpepper-core 0.4 (the top-level API) and
+/// against 0.2 (through `compat::bellperson`), alternately, `reps` times each on the same
+/// parameters; prints the best synthesis and the best whole proof of each, which should match.
+fn compat(k: u32, reps: usize) {
+    use preemptible_groth16::compat::bellperson::groth16 as bp;
+    let c = Squares::log2(k);
+    let params = generate_random_parameters(c, &mut thread_rng()).expect("setup");
+    let old_params: bp::Parameters<blstrs::Bls12> = params.clone().into();
+    let pvk = prepare_verifying_key(&params.vk);
+    let input = [c.output::<Scalar>()];
+    let options = ProveOptions::default();
+    let mut best = [(f64::MAX, f64::MAX); 2];
+    let mut keep = |i: usize, total: f64, synthesis: f64| {
+        best[i] = (best[i].0.min(synthesis), best[i].1.min(total));
+    };
+    for _ in 0..reps.max(1) {
+        let rs = || vec![Scalar::random(thread_rng())];
+        let t = Instant::now();
+        let (proof, report) =
+            create_proof_batch_with_options(vec![c], &params, rs(), rs(), &options)
+                .expect("prove")
+                .remove(0);
+        keep(0, t.elapsed().as_secs_f64(), report.synthesis.as_secs_f64());
+        assert!(verify_proof(&pvk, &proof, &input).expect("verify"));
+        let t = Instant::now();
+        let circuit = vec![circuits::SquaresV02(c)];
+        let (proof, report) =
+            bp::create_proof_batch_with_options(circuit, &old_params, rs(), rs(), &options)
+                .expect("prove")
+                .remove(0);
+        keep(1, t.elapsed().as_secs_f64(), report.synthesis.as_secs_f64());
+        assert!(verify_proof(&pvk, &proof.into(), &input).expect("verify"));
+    }
+    for (name, (synthesis, total)) in ["0.4 (top level)", "0.2 (compat)"].iter().zip(best) {
+        println!(
+            "ours compat 2^{k} circuit {name}: synthesis {synthesis:.4} s, proof {total:.4} s"
+        );
+    }
+}
+
 fn main() {
     // RUST_LOG=preemptible_groth16=debug shows the GPU multiexp's phase times.
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
@@ -272,7 +314,7 @@ fn main() {
         .skip(1)
         .filter(|a| a != "--bench")
         .collect();
-    let usage = "usage: compare prove|msm|msm-g2|fft K REPS | compare batch K N REPS";
+    let usage = "usage: compare prove|compat|msm|msm-g2|fft K REPS | compare batch K N REPS";
     let (Some(cmd), Some(k), reps) = (args.first(), args.get(1), args.get(2)) else {
         eprintln!("{usage}");
         return;
@@ -303,6 +345,7 @@ fn main() {
             let reps = args.get(3).and_then(|r| r.parse().ok()).unwrap_or(1);
             batch(k, count, reps);
         }
+        "compat" => compat(k, reps),
         "msm" => msm::<G1Projective>("msm", k, reps),
         "msm-g2" => msm::<G2Projective>("msm-g2", k, reps),
         "fft" => {

@@ -1,10 +1,11 @@
 //! Groth16 zk-SNARKs over BLS12-381, built so that a long, low-priority proof can hand its GPU to a
 //! short, high-priority one without losing finished work.
 //!
-//! This release is the CPU foundation: the circuit API of
-//! [bellpepper-core](https://docs.rs/bellpepper-core/0.4) (so circuits written for bellperson or
-//! with bellpepper's gadgets work unchanged), parameter generation, proving, verification (single
+//! It has the circuit API of [bellpepper-core](https://docs.rs/bellpepper-core/0.4) 0.4 (so
+//! circuits built with bellpepper's gadgets work unchanged), parameter generation, proving on the
+//! CPU and (with the `gpu` feature) on OpenCL devices shared by priority, verification (single
 //! and batched), and the bellman/bellperson byte format for parameters, verifying keys and proofs.
+//! Programs written for bellperson 0.27 switch through [`compat::bellperson`].
 //!
 //! ```
 //! use preemptible_groth16::groth16::{

@@ -241,27 +241,6 @@ fn files_and_proofs_keep_their_bytes() {
     assert!(Parameters::<Bls12>::read(&file[..file.len() - 1], false).is_err());
 }
 
-/// The chain of squares written against bellpepper-core 0.2.
-#[derive(Clone, Copy)]
-struct OldSquares(circuits::Squares);
-
-impl<S: PrimeField> Circuit<S> for OldSquares {
-    fn synthesize<CS: ConstraintSystem<S>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        let mut v = S::from(3u64);
-        let mut x = cs.alloc(|| "x0", || Ok(v))?;
-        for _ in 0..self.0.n {
-            let v2 = v.square();
-            let x2 = cs.alloc(|| "", || Ok(v2))?;
-            cs.enforce(|| "", |lc| lc + x, |lc| lc + x, |lc| lc + x2);
-            x = x2;
-            v = v2;
-        }
-        let out = cs.alloc_input(|| "out", || Ok(v))?;
-        cs.enforce(|| "out", |lc| lc + x, |lc| lc + CS::one(), |lc| lc + out);
-        Ok(())
-    }
-}
-
 #[test]
 fn a_circuit_gives_the_same_parameters_and_proof_through_either_trait_version() {
     let squares = circuits::Squares { n: 300 };
@@ -273,14 +252,23 @@ fn a_circuit_gives_the_same_parameters_and_proof_through_either_trait_version() 
         unreachable!()
     };
     let new = native::generate_parameters(squares, g1, g2, alpha, beta, gamma, delta, tau).unwrap();
-    let old: Parameters<Bls12> =
-        generate_parameters(OldSquares(squares), g1, g2, alpha, beta, gamma, delta, tau).unwrap();
+    let old: Parameters<Bls12> = generate_parameters(
+        circuits::SquaresV02(squares),
+        g1,
+        g2,
+        alpha,
+        beta,
+        gamma,
+        delta,
+        tau,
+    )
+    .unwrap();
     let file = bytes(|w| new.write(w));
     assert_eq!(bytes(|w| old.write(w)), file);
 
     let (r, s) = (Scalar::random(&mut *rng), Scalar::random(&mut *rng));
     let new_proof = native::create_proof(squares, &new, r, s).unwrap();
-    let old_proof = create_proof(OldSquares(squares), &old, r, s).unwrap();
+    let old_proof = create_proof(circuits::SquaresV02(squares), &old, r, s).unwrap();
     assert_eq!(bytes(|w| old_proof.write(w)), new_proof.to_bytes().to_vec());
 }
 

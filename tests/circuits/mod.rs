@@ -5,6 +5,7 @@
 use bellpepper::gadgets::boolean::{AllocatedBit, Boolean};
 use bellpepper::gadgets::{multipack, sha256::sha256};
 use ff::PrimeField;
+use preemptible_groth16::compat::bellperson as v02;
 use preemptible_groth16::{Circuit, ConstraintSystem, SynthesisError};
 
 /// A chain of squares `x -> x^2`, `n` times, from `x = 3`, with the last value public: the
@@ -37,6 +38,31 @@ impl<S: PrimeField> Circuit<S> for Squares {
         let mut v = S::from(3u64);
         let mut x = cs.alloc(|| "x0", || Ok(v))?;
         for _ in 0..self.n {
+            let v2 = v.square();
+            let x2 = cs.alloc(|| "", || Ok(v2))?;
+            cs.enforce(|| "", |lc| lc + x, |lc| lc + x, |lc| lc + x2);
+            x = x2;
+            v = v2;
+        }
+        let out = cs.alloc_input(|| "out", || Ok(v))?;
+        cs.enforce(|| "out", |lc| lc + x, |lc| lc + CS::one(), |lc| lc + out);
+        Ok(())
+    }
+}
+
+/// [`Squares`] written against bellpepper-core 0.2 (bellperson 0.27's circuit trait), through
+/// `compat::bellperson`.
+#[derive(Clone, Copy, Debug)]
+pub struct SquaresV02(pub Squares);
+
+impl<S: PrimeField> v02::Circuit<S> for SquaresV02 {
+    fn synthesize<CS: v02::ConstraintSystem<S>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), v02::SynthesisError> {
+        let mut v = S::from(3u64);
+        let mut x = cs.alloc(|| "x0", || Ok(v))?;
+        for _ in 0..self.0.n {
             let v2 = v.square();
             let x2 = cs.alloc(|| "", || Ok(v2))?;
             cs.enforce(|| "", |lc| lc + x, |lc| lc + x, |lc| lc + x2);
