@@ -53,16 +53,6 @@ pub trait CurveAffine: PrimeCurveAffine<Scalar = Scalar> + sealed::Sealed {
     /// `c`, see `src/fixed_base.rs`; `P` not the identity, so no table point is), accumulated in
     /// affine form with batched inversions; `out` holds the identity on entry.
     fn fixed_base_affine(table: &[Self], c: usize, scalars: &[ScalarRepr], out: &mut [Self]);
-
-    /// The multiexp through a proof's GPU claim: chunks on its devices and the CPU (see
-    /// `src/gpu/scheduler/`). The lengths must match.
-    #[cfg(feature = "gpu")]
-    fn scheduled_multiexp(
-        claim: &mut crate::gpu::scheduler::GpuClaim,
-        bases: &[Self],
-        scalars: &[ScalarRepr],
-        chunk_terms: usize,
-    ) -> Self::Curve;
 }
 
 impl CurveAffine for G1Affine {
@@ -82,16 +72,6 @@ impl CurveAffine for G1Affine {
             |p| [p.x(), p.y(), p.z()],
             |x, y| G1Affine::from_raw_unchecked(x, y, false),
         );
-    }
-
-    #[cfg(feature = "gpu")]
-    fn scheduled_multiexp(
-        claim: &mut crate::gpu::scheduler::GpuClaim,
-        bases: &[Self],
-        scalars: &[ScalarRepr],
-        chunk_terms: usize,
-    ) -> G1Projective {
-        claim.multiexp(bases, scalars, chunk_terms)
     }
 
     fn fixed_base_affine(table: &[Self], c: usize, scalars: &[ScalarRepr], out: &mut [Self]) {
@@ -142,18 +122,6 @@ impl CurveAffine for G2Affine {
             |p| [p.x(), p.y(), p.z()],
             |x, y| G2Affine::from_raw_unchecked(x, y, false),
         );
-    }
-
-    #[cfg(feature = "gpu")]
-    fn scheduled_multiexp(
-        claim: &mut crate::gpu::scheduler::GpuClaim,
-        bases: &[Self],
-        scalars: &[ScalarRepr],
-        chunk_terms: usize,
-    ) -> G2Projective {
-        // A G2 term costs about 2.5x a G1 term on the device (docs/BENCHMARKS.md): a quarter of
-        // the terms keeps a chunk, and so a hand-over, about as short as a G1 chunk.
-        claim.multiexp(bases, scalars, (chunk_terms / 4).max(1))
     }
 
     fn fixed_base_affine(table: &[Self], c: usize, scalars: &[ScalarRepr], out: &mut [Self]) {

@@ -58,6 +58,7 @@ mod free;
 pub mod groth16;
 pub mod multicore;
 pub mod multiexp;
+mod priority;
 
 #[cfg(feature = "gpu")]
 pub mod gpu;

@@ -176,29 +176,36 @@ fn lower_this_threads_priority() {
     }
 }
 
-/// Which of the crate's pools a piece of work runs on.
-#[cfg(feature = "gpu")]
+/// Which of the crate's pools a piece of work runs on (without the `gpu` feature there is only
+/// the crate's pool, and every choice runs there).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Pool {
     /// The crate's pool ([`install`]).
     Main,
     /// The smaller pool beside running device workers ([`beside_devices_pool`]).
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
     BesideDevices,
     /// The lower-priority pool ([`background_pool`]).
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
     Background,
 }
 
 /// Runs `f` on `pool` (on the crate's pool if that one could not be started).
-#[cfg(feature = "gpu")]
 pub(crate) fn install_on<R, F>(pool: Pool, f: F) -> R
 where
     F: FnOnce() -> R + Send,
     R: Send,
 {
+    #[cfg(feature = "gpu")]
     let chosen = match pool {
         Pool::Main => None,
         Pool::BesideDevices => beside_devices_pool(),
         Pool::Background => background_pool(),
+    };
+    #[cfg(not(feature = "gpu"))]
+    let chosen: Option<&rayon::ThreadPool> = {
+        let _ = pool;
+        None
     };
     match chosen {
         Some(pool) => pool.install(f),

@@ -88,6 +88,14 @@ pub fn scalar_reprs(scalars: &[Scalar]) -> Vec<ScalarRepr> {
     multicore::install(|| scalars.par_iter().map(ScalarRepr::from).collect())
 }
 
+/// [`scalar_reprs`] of `scalars`, which are then freed on another thread (a 2^24-value vector
+/// takes tens of milliseconds to hand back).
+pub(crate) fn into_scalar_reprs(scalars: Vec<Scalar>) -> Vec<ScalarRepr> {
+    let reprs = scalar_reprs(&scalars);
+    crate::free::free_in_background(scalars);
+    reprs
+}
+
 /// Bases and scalars of different lengths were given to a multiexp.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("multiexp over {bases} bases but {scalars} scalars")]

@@ -4,7 +4,7 @@
 
 use super::backend;
 use super::locks::{self, LockError, PriorityFlag};
-use crate::groth16::Priority;
+use crate::priority::Priority;
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;

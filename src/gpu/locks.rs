@@ -58,7 +58,7 @@
 //! as two processes do: one mechanism serves both. (Calls name `fs2::FileExt` explicitly: recent
 //! `std` has file-lock methods of the same names with other signatures.)
 
-use crate::groth16::Priority;
+use crate::priority::Priority;
 use fs2::FileExt;
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};

@@ -17,6 +17,7 @@ mod guard;
 pub mod locks;
 mod multiexp;
 pub mod program;
+mod proof_backend;
 pub mod scheduler;
 pub mod source;
 mod staging;
@@ -28,3 +29,4 @@ pub use guard::{gpu_is_available, PriorityGuard};
 pub use multiexp::{
     multiexp_split, piece_ends, GpuCurve, MultiexpKernel, PieceSums, SplitPart, FINISH_GRACE_ENV,
 };
+pub(crate) use proof_backend::GpuBackend;

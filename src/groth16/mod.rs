@@ -2,6 +2,7 @@
 //! BLS12-381: parameter generation, proving and verification, with bellman's byte formats.
 
 mod assignment;
+mod backend;
 mod circuit;
 mod generator;
 mod options;
@@ -9,7 +10,6 @@ mod params;
 mod proof;
 mod prover;
 mod verifier;
-mod work;
 
 pub use generator::{generate_parameters, generate_random_parameters};
 pub use options::{
@@ -31,6 +31,7 @@ pub use verifier::{
 };
 
 // For `compat::bellperson`, which runs circuits of bellpepper-core 0.2 through the same code.
+pub(crate) use backend::{ProofBackend, Quotient};
 pub(crate) use circuit::{error_to_v02, Bellperson};
 pub(crate) use generator::{generate, Toxic};
 pub(crate) use params::write_points;

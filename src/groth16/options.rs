@@ -1,72 +1,8 @@
 //! What a caller asks of a proof beyond the circuit (priority, GPU use) and what it gets back
 //! beside the proof: a report of where the work ran.
 
+pub use crate::priority::Priority;
 use std::time::Duration;
-
-/// How urgently a proof needs a GPU. A prover holding a device yields it, between chunks, to a
-/// prover of a strictly higher priority that asks for it; equal priorities never preempt each
-/// other. bellperson's `priority: bool` maps `false` to [`Priority::Normal`] and `true` to
-/// [`Priority::High`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Priority {
-    /// Background work (sealing): uses a GPU when nobody above it wants one.
-    Low,
-    /// The default.
-    #[default]
-    Normal,
-    /// Deadline-bound work (PoSt): takes a GPU from lower priorities.
-    High,
-}
-
-impl Priority {
-    /// Every level, lowest first.
-    pub const ALL: [Priority; 3] = [Priority::Low, Priority::Normal, Priority::High];
-
-    /// The level as a number, 0 for the lowest.
-    pub fn level(self) -> usize {
-        self as usize
-    }
-
-    /// The level numbered `level` (see [`Priority::level`]).
-    pub fn from_level(level: usize) -> Option<Priority> {
-        Priority::ALL.get(level).copied()
-    }
-
-    /// bellperson's mapping: `true` is high priority, `false` the default.
-    pub fn from_bool(high: bool) -> Priority {
-        if high {
-            Priority::High
-        } else {
-            Priority::Normal
-        }
-    }
-
-    /// `low`, `normal` or `high`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Priority::Low => "low",
-            Priority::Normal => "normal",
-            Priority::High => "high",
-        }
-    }
-}
-
-impl std::str::FromStr for Priority {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Priority::ALL
-            .into_iter()
-            .find(|p| p.name() == s)
-            .ok_or_else(|| format!("unknown priority {s:?}: low, normal or high"))
-    }
-}
-
-impl std::fmt::Display for Priority {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// Options of [`crate::groth16::create_proof_with_options`].
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,11 +13,12 @@
 //! respective matrix, so the prover tracks which do ([`Density`](crate::multiexp::Density)) and drops the other scalars.
 
 use super::assignment::{check_len, synthesize, AssignmentSize, ProvingAssignment};
+use super::backend::{with_next_scalars, CpuBackend, ProofBackend, Quotient};
 use super::circuit::{AnyCircuit, Current};
 use super::options::{Priority, ProofReport, ProveOptions};
 use super::params::{ParameterSource, VerifyingKey};
 use super::proof::Proof;
-use super::work::{making_scalars, with_next_scalars, Quotient, Work};
+use crate::curve::CurveAffine;
 use crate::domain::QuotientSteps;
 use crate::free::free_in_background;
 use crate::multicore;
@@ -77,12 +78,60 @@ fn prove<P: ParameterSource + Sync>(
 ) -> Result<Proof, SynthesisError> {
     let start = Instant::now();
     let domain_size = check_fit(&cs, params)?;
-    // The devices are claimed after synthesis and the checks: a failing circuit never holds one.
-    let mut work = Work::new(options, domain_size);
-    let sums = multiexps(cs, params, &mut work, options.priority, start)?;
-    work.finish(report);
+    // The backend is chosen once, after synthesis and the checks: a failing circuit never holds
+    // a device.
+    if let Some(gpu) = crate::gpu::GpuBackend::claim(options, domain_size) {
+        return prove_on(gpu, cs, params, (r, s), report, start);
+    }
+    prove_on(CpuBackend::default(), cs, params, (r, s), report, start)
+}
+
+/// [`prove`] on `backend`.
+fn prove_on<B: ProofBackend, P: ParameterSource + Sync>(
+    mut backend: B,
+    cs: ProvingAssignment,
+    params: &P,
+    (r, s): (Scalar, Scalar),
+    report: &mut ProofReport,
+    start: Instant,
+) -> Result<Proof, SynthesisError> {
+    let sums = multiexps(cs, params, &mut backend, start);
+    backend.finish(report);
+    let sums = sums?;
     log::debug!("prove: multiexps done at {:.2?}", start.elapsed());
     Ok(assemble(params.vk(), &sums, r, s))
+}
+
+/// One multiexp through `backend`, its lengths checked, its time logged.
+fn msm<G: CurveAffine, B: ProofBackend>(
+    backend: &mut B,
+    bases: &[G],
+    scalars: &[ScalarRepr],
+    what: &str,
+    start: Instant,
+    run: impl FnOnce(&mut B, &[G], &[ScalarRepr], &str) -> Result<G::Curve, SynthesisError>,
+) -> Result<G::Curve, SynthesisError> {
+    check_len(what, bases.len(), scalars.len())?;
+    let started = Instant::now();
+    let sum = run(backend, bases, scalars, what);
+    log::debug!(
+        "prove: {what} multiexp of {} terms in {:.2?} (from {:.2?} to {:.2?})",
+        bases.len(),
+        started.elapsed(),
+        started - start,
+        start.elapsed()
+    );
+    sum
+}
+
+fn g1<B: ProofBackend>(
+    backend: &mut B,
+    bases: &[blstrs::G1Affine],
+    scalars: &[ScalarRepr],
+    what: &str,
+    start: Instant,
+) -> Result<G1Projective, SynthesisError> {
+    msm(backend, bases, scalars, what, start, B::multiexp_g1)
 }
 
 /// The five multiexps of `cs` (its quotient first) through `work`.
@@ -94,11 +143,10 @@ fn prove<P: ParameterSource + Sync>(
 /// for 20-30 ms of a 2^20 proof (ninth session). Vectors are freed on other threads: 32 MiB
 /// took milliseconds to hand back between two multiexps (tenth session), 512 MiB at 2^24 tens
 /// of milliseconds.
-fn multiexps<P: ParameterSource + Sync>(
+fn multiexps<B: ProofBackend, P: ParameterSource + Sync>(
     cs: ProvingAssignment,
     params: &P,
-    work: &mut Work,
-    priority: Priority,
+    backend: &mut B,
     start: Instant,
 ) -> Result<Sums, SynthesisError> {
     let ProvingAssignment {
@@ -119,31 +167,38 @@ fn multiexps<P: ParameterSource + Sync>(
     };
     let quotient = QuotientFirst {
         values: (a_values, b_values, c_values),
-        priority,
         start,
     };
-    let (h, deferred, (inputs, aux)) = quotient.run(params, work, witness)?;
+    let (h, deferred, (inputs, aux)) = quotient.run(params, backend, witness)?;
     free_in_background((input_assignment, aux_assignment));
+    let pool = backend.scalar_pool();
     let (l, a_scalars) = with_next_scalars(
-        priority,
-        || work.msm(params.l(), &aux, "L query"),
+        pool,
+        || g1(backend, params.l(), &aux, "L query", start),
         || a_aux_density.select_after(&inputs, &aux),
     );
     let l = l?;
     let (a, b_scalars) = with_next_scalars(
-        priority,
-        || work.msm(params.a(), &a_scalars, "A query"),
+        pool,
+        || g1(backend, params.a(), &a_scalars, "A query", start),
         || b_aux_density.select_after(&b_input_density.select(&inputs), &aux),
     );
     free_in_background((inputs, aux, a_scalars));
     let a = a?;
-    let b_g1 = work.msm(params.b_g1(), &b_scalars, "B query in G1")?;
-    let b_g2 = work.msm(params.b_g2(), &b_scalars, "B query in G2")?;
+    let b_g1 = g1(backend, params.b_g1(), &b_scalars, "B query in G1", start)?;
+    let b_g2 = msm(
+        backend,
+        params.b_g2(),
+        &b_scalars,
+        "B query in G2",
+        start,
+        B::multiexp_g2,
+    )?;
     free_in_background(b_scalars);
     let h = match deferred {
         Some(steps) => {
-            let coefficients = work.deferred_quotient(steps)?;
-            h_query(params, work, coefficients, start)?
+            let coefficients = backend.deferred_quotient(steps)?;
+            h_query(params, backend, coefficients, start)?
         }
         None => h,
     };
@@ -163,7 +218,6 @@ type WitnessScalars = (Vec<ScalarRepr>, Vec<ScalarRepr>);
 /// then the H multiexp, with the witness's scalars made beside one of them.
 struct QuotientFirst {
     values: (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>),
-    priority: Priority,
     /// When the proof began (for the debug log).
     start: Instant,
 }
@@ -171,44 +225,43 @@ struct QuotientFirst {
 impl QuotientFirst {
     /// The H multiexp's sum (the identity when the quotient was put off, which the second value
     /// then holds) and the witness's scalars.
-    fn run<P: ParameterSource + Sync>(
+    fn run<B: ProofBackend, P: ParameterSource + Sync>(
         self,
         params: &P,
-        work: &mut Work,
+        backend: &mut B,
         witness: impl FnOnce() -> WitnessScalars + Send + Copy,
     ) -> Result<(G1Projective, Option<QuotientSteps>, WitnessScalars), SynthesisError> {
         let QuotientFirst {
             values: (a, b, c),
-            priority,
             start,
         } = self;
+        let pool = backend.scalar_pool();
         // A quotient whose first try goes in steps (a low priority's large one) is the one likely
         // to be interrupted and put off: its witness is made beside it, so that a put-off
         // quotient's L multiexp need not wait for it (2^24 values to convert at 2^24
         // constraints). Elsewhere it is made beside the H multiexp, which keeps it out of the
         // quotient's peak of host memory.
-        let (quotient, early) = if work.stepped_first_try {
-            let (quotient, made) =
-                with_next_scalars(priority, || work.quotient_or_defer(a, b, c), witness);
+        let (quotient, early) = if backend.witness_beside_quotient() {
+            let (quotient, made) = with_next_scalars(pool, || backend.quotient(a, b, c), witness);
             (quotient?, Some(made))
         } else {
-            (work.quotient_or_defer(a, b, c)?, None)
+            (backend.quotient(a, b, c)?, None)
         };
         Ok(match (quotient, early) {
             (Quotient::Done(coefficients), Some(made)) => {
-                let h = h_query(params, work, coefficients, start)?;
+                let h = h_query(params, backend, coefficients, start)?;
                 (h, None, made)
             }
             (Quotient::Done(coefficients), None) => {
                 let (h, made) = with_next_scalars(
-                    priority,
-                    || h_query(params, work, coefficients, start),
+                    pool,
+                    || h_query(params, backend, coefficients, start),
                     witness,
                 );
                 (h?, None, made)
             }
             (Quotient::Deferred(steps), early) => {
-                let made = early.unwrap_or_else(|| making_scalars(priority, witness));
+                let made = early.unwrap_or_else(|| crate::multicore::install_on(pool, witness));
                 (G1Projective::identity(), Some(steps), made)
             }
         })
@@ -216,14 +269,14 @@ impl QuotientFirst {
 }
 
 /// The H multiexp, from the quotient's coefficients (freed after it).
-fn h_query<P: ParameterSource>(
+fn h_query<B: ProofBackend, P: ParameterSource>(
     params: &P,
-    work: &mut Work,
+    backend: &mut B,
     scalars: Vec<ScalarRepr>,
     start: Instant,
 ) -> Result<G1Projective, SynthesisError> {
     log::debug!("prove: quotient polynomial at {:.2?}", start.elapsed());
-    let sum = work.msm(params.h(), &scalars, "H query");
+    let sum = g1(backend, params.h(), &scalars, "H query", start);
     free_in_background(scalars);
     sum
 }

@@ -4,7 +4,7 @@
 
 use super::file::{open_existing, read_text};
 use super::{flag_path, flag_raised, lock_path, would_block, LockError};
-use crate::groth16::Priority;
+use crate::priority::Priority;
 use fs2::FileExt;
 use std::fs::File;
 use std::path::Path;

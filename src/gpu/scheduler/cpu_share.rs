@@ -3,9 +3,9 @@
 //! device that came back takes the chunk over.
 
 use crate::gpu::multiexp::GpuCurve;
-use crate::groth16::Priority;
 use crate::multicore::Pool;
 use crate::multiexp::{multiexp_on_until, ScalarRepr};
+use crate::priority::Priority;
 use group::Group;
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -184,9 +184,9 @@ pub(crate) fn cpu_pool(priority: Priority, beside_devices: bool) -> Pool {
 #[cfg(test)]
 mod tests {
     use super::{cpu_chunk, cpu_part, cpu_pool, cpu_takes, give_up_cpu_chunk};
-    use crate::groth16::Priority;
     use crate::multicore::Pool;
     use crate::multiexp::scalar_reprs;
+    use crate::priority::Priority;
     use blstrs::{G1Affine, G1Projective, Scalar};
     use ff::Field;
     use group::Group;

@@ -4,7 +4,7 @@
 use super::{lock, max_opt, Asking, ClaimInner, LockedKernel};
 use crate::gpu::backend::GpuDevice;
 use crate::gpu::locks::{self, bellperson, GpuLock, HigherPriorityProbe, PriorityFlag};
-use crate::groth16::Priority;
+use crate::priority::Priority;
 use std::time::{Duration, Instant};
 
 /// How long a prover waits at its start for a lower priority to hand a device over before it

@@ -1,0 +1,158 @@
+//! Where a proof's quotient and multiexps run: the one seam between the protocol
+//! ([`super::prover`]) and the machines. The prover chooses a backend once per proof, after
+//! synthesis: the GPU claim's (`gpu::GpuBackend`, with the `gpu` feature and devices) or
+//! [`CpuBackend`]. Everything else in `groth16/` is the same for both.
+
+use super::assignment::mismatch;
+use super::options::ProofReport;
+use crate::domain::QuotientSteps;
+use crate::multicore::{self, Pool};
+use crate::multiexp::{into_scalar_reprs, multiexp, LengthMismatch, ScalarRepr};
+use bellpepper_core::SynthesisError;
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+
+/// The quotient polynomial's coefficients (as the H multiexp reads them), or the evaluations it
+/// is made from when a higher priority took the device and it was put off.
+pub(crate) enum Quotient {
+    Done(Vec<ScalarRepr>),
+    // Made only by the GPU backend, which a build without the `gpu` feature has none of.
+    #[allow(dead_code)]
+    Deferred(QuotientSteps),
+}
+
+/// Where one proof's quotient and multiexps run.
+pub(crate) trait ProofBackend {
+    /// The quotient from the constraints' evaluations: done, or put off (a backend that can be
+    /// preempted gives it back so that the prover does its other multiexps first).
+    fn quotient(
+        &mut self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<Quotient, SynthesisError>;
+
+    /// A quotient put off by [`ProofBackend::quotient`], finished.
+    fn deferred_quotient(
+        &mut self,
+        steps: QuotientSteps,
+    ) -> Result<Vec<ScalarRepr>, SynthesisError>;
+
+    /// `sum_i scalars[i] * bases[i]` in G1; the lengths match.
+    fn multiexp_g1(
+        &mut self,
+        bases: &[G1Affine],
+        scalars: &[ScalarRepr],
+        what: &str,
+    ) -> Result<G1Projective, SynthesisError>;
+
+    /// `sum_i scalars[i] * bases[i]` in G2; the lengths match.
+    fn multiexp_g2(
+        &mut self,
+        bases: &[G2Affine],
+        scalars: &[ScalarRepr],
+        what: &str,
+    ) -> Result<G2Projective, SynthesisError>;
+
+    /// Whether the witness's scalars are made beside the quotient rather than beside the H
+    /// multiexp: where the quotient is likely to be put off, so that the L multiexp need not
+    /// wait for them.
+    fn witness_beside_quotient(&self) -> bool;
+
+    /// The pool that makes the next multiexp's scalars beside a running one.
+    fn scalar_pool(&self) -> Pool;
+
+    /// Releases what the backend holds and adds its counters to `report`.
+    fn finish(self, report: &mut ProofReport);
+}
+
+/// Everything on the CPU, on the crate's pool.
+#[derive(Debug, Default)]
+pub(crate) struct CpuBackend {
+    /// Multiexps computed (each one chunk in the report).
+    multiexps: u64,
+}
+
+impl CpuBackend {
+    fn multiexp<G: crate::curve::CurveAffine>(
+        &mut self,
+        bases: &[G],
+        scalars: &[ScalarRepr],
+        what: &str,
+    ) -> Result<G::Curve, SynthesisError> {
+        self.multiexps += 1;
+        multiexp(bases, scalars).map_err(|e: LengthMismatch| mismatch(what, e.bases, e.scalars))
+    }
+}
+
+impl ProofBackend for CpuBackend {
+    fn quotient(
+        &mut self,
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    ) -> Result<Quotient, SynthesisError> {
+        crate::domain::quotient(a, b, c).map(|h| Quotient::Done(into_scalar_reprs(h)))
+    }
+
+    fn deferred_quotient(
+        &mut self,
+        steps: QuotientSteps,
+    ) -> Result<Vec<ScalarRepr>, SynthesisError> {
+        steps.finish_on_cpu().map(into_scalar_reprs)
+    }
+
+    fn multiexp_g1(
+        &mut self,
+        bases: &[G1Affine],
+        scalars: &[ScalarRepr],
+        what: &str,
+    ) -> Result<G1Projective, SynthesisError> {
+        self.multiexp(bases, scalars, what)
+    }
+
+    fn multiexp_g2(
+        &mut self,
+        bases: &[G2Affine],
+        scalars: &[ScalarRepr],
+        what: &str,
+    ) -> Result<G2Projective, SynthesisError> {
+        self.multiexp(bases, scalars, what)
+    }
+
+    fn witness_beside_quotient(&self) -> bool {
+        false
+    }
+
+    fn scalar_pool(&self) -> Pool {
+        Pool::Main
+    }
+
+    fn finish(self, report: &mut ProofReport) {
+        report.cpu_chunks += self.multiexps;
+        report.total_chunks += self.multiexps;
+    }
+}
+
+/// Runs `multiexp` here and `next` (the next multiexp's scalars) on `pool` from a thread beside
+/// it, so that the device does not wait for them; without a thread, `next` runs after.
+/// (`Copy`: it borrows what it reads, so a spawn that fails and drops it loses nothing.)
+pub(super) fn with_next_scalars<M, N: Send>(
+    pool: Pool,
+    multiexp: impl FnOnce() -> M,
+    next: impl FnOnce() -> N + Send + Copy,
+) -> (M, N) {
+    std::thread::scope(|scope| {
+        let beside = std::thread::Builder::new()
+            .name("groth16-scalars".into())
+            .spawn_scoped(scope, move || multicore::install_on(pool, next))
+            .ok();
+        let sum = multiexp();
+        let scalars = match beside {
+            Some(thread) => thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            None => multicore::install_on(pool, next),
+        };
+        (sum, scalars)
+    })
+}
