@@ -16,7 +16,8 @@
 //! `blstrs` does not export its field types, so the functions here are generic over the field
 //! `F` and take the coordinate accessors as closures; the type is inferred at the call site.
 
-use crate::multiexp::{stopped, ScalarRepr, STOP_EVERY};
+use crate::scalar::ScalarRepr;
+use crate::stop::{stopped, STOP_EVERY};
 use ff::Field;
 use std::sync::atomic::AtomicBool;
 

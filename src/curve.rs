@@ -7,7 +7,7 @@
 //! parameter generation fast.
 
 use crate::batch_affine;
-use crate::multiexp::ScalarRepr;
+use crate::scalar::ScalarRepr;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;

@@ -50,9 +50,12 @@ pub fn gpu_is_available() -> Result<bool, locks::LockError> {
 pub(crate) enum GpuBackend {}
 
 impl GpuBackend {
+    /// Nothing to ready without the `gpu` feature.
+    pub(crate) fn ready_in_background(_options: &crate::options::ProveOptions) {}
+
     /// No claim without the `gpu` feature: every proof runs on the CPU.
     pub(crate) fn claim(
-        _options: &crate::groth16::ProveOptions,
+        _options: &crate::options::ProveOptions,
         _domain_size: usize,
     ) -> Option<GpuBackend> {
         None
@@ -61,10 +64,11 @@ impl GpuBackend {
 
 mod backend_impl {
     use super::GpuBackend;
+    use crate::backend::{ProofBackend, Quotient};
     use crate::domain::QuotientSteps;
-    use crate::groth16::{ProofBackend, ProofReport, Quotient};
     use crate::multicore::Pool;
     use crate::multiexp::ScalarRepr;
+    use crate::options::ProofReport;
     use bellpepper_core::SynthesisError;
     use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 

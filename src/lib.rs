@@ -49,6 +49,7 @@
 #![cfg_attr(not(feature = "gpu"), forbid(unsafe_code))]
 #![cfg_attr(feature = "gpu", deny(unsafe_code))]
 
+mod backend;
 mod batch_affine;
 pub mod compat;
 mod curve;
@@ -58,7 +59,10 @@ mod free;
 pub mod groth16;
 pub mod multicore;
 pub mod multiexp;
+mod options;
 mod priority;
+mod scalar;
+mod stop;
 
 #[cfg(feature = "gpu")]
 pub mod gpu;

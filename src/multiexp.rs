@@ -16,72 +16,13 @@
 
 pub use crate::curve::CurveAffine;
 use crate::multicore;
+pub use crate::scalar::ScalarRepr;
+use crate::stop::{stopped, STOP_EVERY};
 use blstrs::Scalar;
 use group::Group;
 use rayon::prelude::*;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// A scalar in canonical (not Montgomery) form, as four little-endian 64-bit limbs. Made only from
-/// a [`Scalar`], so it is below the group order and its bit 255 is clear, which the signed-window
-/// recoding relies on.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ScalarRepr([u64; 4]);
-
-impl From<&Scalar> for ScalarRepr {
-    fn from(s: &Scalar) -> Self {
-        let bytes = s.to_bytes_le();
-        let mut limbs = [0u64; 4];
-        for (limb, chunk) in limbs.iter_mut().zip(bytes.chunks_exact(8)) {
-            let mut le = [0u8; 8];
-            le.copy_from_slice(chunk);
-            *limb = u64::from_le_bytes(le);
-        }
-        ScalarRepr(limbs)
-    }
-}
-
-impl ScalarRepr {
-    /// The scalar whose canonical integer is `limbs` (least significant first), which must be
-    /// below the group order: from a device that made it so (the GPU quotient checks).
-    #[cfg(feature = "gpu")]
-    pub(crate) fn from_canonical_limbs(limbs: [u64; 4]) -> ScalarRepr {
-        ScalarRepr(limbs)
-    }
-
-    /// The limbs, least significant first.
-    pub fn limbs(&self) -> &[u64; 4] {
-        &self.0
-    }
-
-    /// Bits `start .. start + len` (`len <= 32`) as an integer; bits past 255 read as zero.
-    fn bits(&self, start: usize, len: usize) -> u64 {
-        let limb = start / 64;
-        let offset = start % 64;
-        if limb >= 4 {
-            return 0;
-        }
-        let mut v = self.0[limb] >> offset;
-        if offset + len > 64 && limb + 1 < 4 {
-            v |= self.0[limb + 1] << (64 - offset);
-        }
-        v & ((1u64 << len) - 1)
-    }
-
-    /// The signed digit of window `w` of width `c`: `value_w + top_(w-1) - 2^c * top_w`, where
-    /// `top_w` is the highest bit of window `w`. The digits sum back to the scalar because the
-    /// borrowed top bits telescope away.
-    pub(crate) fn signed_digit(&self, w: usize, c: usize) -> i64 {
-        let (window, borrow) = if w == 0 {
-            (self.bits(0, c), 0)
-        } else {
-            let x = self.bits(c * w - 1, c + 1);
-            (x >> 1, x & 1)
-        };
-        let top = window >> (c - 1);
-        window as i64 + borrow as i64 - ((top as i64) << c)
-    }
-}
+use std::sync::atomic::AtomicBool;
 
 /// Converts scalars to the canonical form the multiexp reads, in parallel.
 pub fn scalar_reprs(scalars: &[Scalar]) -> Vec<ScalarRepr> {
@@ -300,18 +241,6 @@ pub(crate) fn finite_flags<G: CurveAffine>(bases: &[G]) -> Vec<bool> {
         .collect()
 }
 
-/// Terms a window sum adds between two looks at its `stop` flag. A task is one window over a
-/// slice of the terms, often the whole of a CPU chunk: a G2 window over 8191 terms is about 10 ms
-/// of additions, which a chunk given up to a device waited for before this check (in a 2^16
-/// proof on the H200 the device was done 14 ms before the chunk came back to it, most of which
-/// was, we think, such a window finishing; not measured apart, sixteenth session).
-pub(crate) const STOP_EVERY: usize = 1024;
-
-/// Whether `stop` is there and set.
-pub(crate) fn stopped(stop: Option<&AtomicBool>) -> bool {
-    stop.is_some_and(|s| s.load(Ordering::Relaxed))
-}
-
 /// `sum_i digit_w(scalars[i]) * bases[i]` for one window `w` of width `c`; `None` when `stop`
 /// was set before the end.
 fn window_sum<G: CurveAffine>(
@@ -441,6 +370,7 @@ mod tests {
     use group::prime::PrimeCurveAffine;
     use group::Curve;
     use rand_chacha::rand_core::SeedableRng;
+    use std::sync::atomic::Ordering;
 
     /// A window sum whose `stop` is set while it runs gives up within a few thousand terms, not
     /// at the end of its window: timed against the same window run to its end (a G2 window over

@@ -3,11 +3,12 @@
 //! priority takes it and offered to a device again after the other multiexps.
 
 use super::scheduler::{cpu_pool, GpuClaim, QuotientOnGpu};
+use crate::backend::{ProofBackend, Quotient};
 use crate::domain::QuotientSteps;
 use crate::free::free_in_background;
-use crate::groth16::{ProofBackend, ProofReport, ProveOptions, Quotient};
 use crate::multicore::Pool;
 use crate::multiexp::{into_scalar_reprs, ScalarRepr};
+use crate::options::{ProofReport, ProveOptions};
 use crate::priority::Priority;
 use bellpepper_core::SynthesisError;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -43,6 +44,14 @@ pub(crate) struct GpuBackend {
 }
 
 impl GpuBackend {
+    /// Readies this process's devices on a thread of their own when `options` allow the GPU (the
+    /// prover calls this before synthesis: see [`super::backend::ready_in_background`]).
+    pub(crate) fn ready_in_background(options: &ProveOptions) {
+        if options.use_gpu {
+            super::backend::ready_in_background();
+        }
+    }
+
     /// The backend of a proof whose quotient domain has `domain_size` values, when `options`
     /// allow the GPU and this process has devices (else the proof runs on the CPU).
     pub(crate) fn claim(options: &ProveOptions, domain_size: usize) -> Option<GpuBackend> {
@@ -227,7 +236,7 @@ impl ProofBackend for GpuBackend {
 #[cfg(test)]
 mod tests {
     use super::stepped_first_try;
-    use crate::groth16::{Priority, ProveOptions, DEFAULT_STEPPED_QUOTIENT_FROM};
+    use crate::options::{Priority, ProveOptions, DEFAULT_STEPPED_QUOTIENT_FROM};
 
     #[test]
     fn only_a_low_proof_with_a_large_quotient_tries_it_in_steps_first() {

@@ -2,19 +2,17 @@
 //! BLS12-381: parameter generation, proving and verification, with bellman's byte formats.
 
 mod assignment;
-mod backend;
 mod circuit;
 mod generator;
-mod options;
 mod params;
 mod proof;
 mod prover;
 mod verifier;
 
-pub use generator::{generate_parameters, generate_random_parameters};
-pub use options::{
+pub use crate::options::{
     Priority, ProofReport, ProveOptions, DEFAULT_CHUNK_TERMS, DEFAULT_STEPPED_QUOTIENT_FROM,
 };
+pub use generator::{generate_parameters, generate_random_parameters};
 pub use params::{ParameterSource, Parameters, ReadError, VerifyingKey};
 pub use proof::Proof;
 pub use prover::{
@@ -31,7 +29,6 @@ pub use verifier::{
 };
 
 // For `compat::bellperson`, which runs circuits of bellpepper-core 0.2 through the same code.
-pub(crate) use backend::{ProofBackend, Quotient};
 pub(crate) use circuit::{error_to_v02, Bellperson};
 pub(crate) use generator::{generate, Toxic};
 pub(crate) use params::write_points;

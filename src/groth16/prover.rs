@@ -13,16 +13,16 @@
 //! respective matrix, so the prover tracks which do ([`Density`](crate::multiexp::Density)) and drops the other scalars.
 
 use super::assignment::{check_len, synthesize, AssignmentSize, ProvingAssignment};
-use super::backend::{with_next_scalars, CpuBackend, ProofBackend, Quotient};
 use super::circuit::{AnyCircuit, Current};
-use super::options::{Priority, ProofReport, ProveOptions};
 use super::params::{ParameterSource, VerifyingKey};
 use super::proof::Proof;
+use crate::backend::{with_next_scalars, CpuBackend, ProofBackend, Quotient};
 use crate::curve::CurveAffine;
 use crate::domain::QuotientSteps;
 use crate::free::free_in_background;
 use crate::multicore;
 use crate::multiexp::{scalar_reprs, ScalarRepr};
+use crate::options::{Priority, ProofReport, ProveOptions};
 use bellpepper_core::{Circuit, SynthesisError};
 use blstrs::{G1Projective, G2Projective, Scalar};
 use ff::Field;
@@ -410,10 +410,7 @@ where
         )));
     }
     let start = Instant::now();
-    #[cfg(feature = "gpu")]
-    if options.use_gpu {
-        crate::gpu::backend::ready_in_background();
-    }
+    crate::gpu::GpuBackend::ready_in_background(options);
     let count = circuits.len();
     let size = AssignmentSize::of(&params);
     let assignments: Vec<ProvingAssignment> = multicore::install(|| {

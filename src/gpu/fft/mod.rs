@@ -20,7 +20,7 @@ mod quotient;
 mod transfer;
 mod transform;
 
-pub use quotient::QuotientValue;
+pub use transfer::QuotientValue;
 
 /// 32-bit limbs of an `Fr` element.
 const LIMBS: usize = 8;

@@ -1,54 +1,15 @@
 //! The prover's quotient `H = (A B - C) / Z` on the device: the three inputs moved to the coset,
 //! combined there and interpolated back, in one call or in steps whose results are kept.
 
-use super::transfer::scalar_from_limbs;
+use super::transfer::QuotientValue;
 use super::{domain_constants, log_size, DeviceValues, FftKernel};
 use crate::domain::{QuotientInput, QuotientSteps};
 use crate::gpu::buffer::{receive_interruptible, PhaseTimer};
 use crate::gpu::error::GpuError;
-use crate::multiexp::ScalarRepr;
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
-
-/// How a quotient's coefficients come back from the device: as field elements, or as the
-/// canonical integers a multiexp reads ([`ScalarRepr`]). The second costs nothing on the device
-/// (its last scaling also divides by the Montgomery radix `R`, so that the device's form of each
-/// value, `h R^-1 * R`, is `h` itself) and saves the prover a pass over the coefficients on the
-/// host: 110 ms at 2^25 values between the quotient and the H multiexp, the device idle (H200,
-/// fifteenth session), and a second vector of their size.
-pub trait QuotientValue: Copy + Send + 'static {
-    /// The factor folded into the last scaling on the device.
-    fn device_scale() -> Scalar;
-    /// The value whose device form is `limbs` (eight 32-bit limbs, below `r`).
-    fn from_device_limbs(limbs: &[u32]) -> Self;
-}
-
-impl QuotientValue for Scalar {
-    fn device_scale() -> Scalar {
-        Scalar::ONE
-    }
-
-    fn from_device_limbs(limbs: &[u32]) -> Self {
-        scalar_from_limbs(limbs)
-    }
-}
-
-impl QuotientValue for ScalarRepr {
-    fn device_scale() -> Scalar {
-        // R^-1 = (1 / 2)^256, R = 2^256 being blst's Montgomery radix for Fr.
-        Scalar::TWO_INV.pow_vartime([256])
-    }
-
-    fn from_device_limbs(limbs: &[u32]) -> Self {
-        let mut wide = [0u64; 4];
-        for (limb, pair) in wide.iter_mut().zip(limbs.chunks_exact(2)) {
-            *limb = pair[0] as u64 | (pair[1] as u64) << 32;
-        }
-        ScalarRepr::from_canonical_limbs(wide)
-    }
-}
 
 impl FftKernel {
     /// The coefficients of `H = (A B - C) / Z`, where `a`, `b`, `c` are the evaluations of `A`,

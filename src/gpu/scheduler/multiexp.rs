@@ -4,7 +4,7 @@
 
 use super::batch::learned;
 use super::cpu_share::{cpu_chunk, cpu_part, cpu_pool, cpu_takes, give_up_cpu_chunk};
-use super::worker::Flight;
+use super::queue::{Flight, SplitMultiexp};
 use super::{lock, ClaimInner, LockedKernel};
 use crate::gpu::backend::MIN_GPU_TERMS;
 use crate::gpu::multiexp::GpuCurve;
@@ -19,17 +19,6 @@ use std::time::{Duration, Instant};
 /// Sleep of the CPU side while the devices finish the last chunks (it also tries to take
 /// devices each time).
 const CPU_IDLE_STEP: Duration = Duration::from_millis(1);
-
-/// One multiexp split between the devices and the CPU, shared by the prover's thread and the
-/// device workers: its terms, the chunks not yet taken, the sum of those done, and the workers'
-/// calls in flight.
-pub(super) struct Work<'a, G: GpuCurve> {
-    pub(super) bases: &'a [G],
-    pub(super) scalars: &'a [ScalarRepr],
-    pub(super) queue: Mutex<VecDeque<Range<usize>>>,
-    pub(super) sum: Mutex<G::Curve>,
-    pub(super) flight: Flight,
-}
 
 impl ClaimInner {
     /// `sum_i scalars[i] * bases[i]` in chunks of `chunk_terms` over the held devices and the
@@ -57,7 +46,7 @@ impl ClaimInner {
                 .collect(),
         );
         self.shared().stats.total_chunks += queue_len(&queue) as u64;
-        let work = Work {
+        let work = SplitMultiexp {
             bases,
             scalars,
             queue,
@@ -74,7 +63,11 @@ impl ClaimInner {
     /// The prover's loop over `work`: a worker for each device `held` and each device taken
     /// since, and chunks from the back on the CPU, until the queue is empty and no worker runs.
     /// Returns the devices the workers kept.
-    fn split<G: GpuCurve>(&self, work: &Work<'_, G>, held: Vec<LockedKernel>) -> Vec<LockedKernel> {
+    fn split<G: GpuCurve>(
+        &self,
+        work: &SplitMultiexp<'_, G>,
+        held: Vec<LockedKernel>,
+    ) -> Vec<LockedKernel> {
         let this = self;
         std::thread::scope(|scope| {
             let spawn = |k: LockedKernel| scope.spawn(move || this.gpu_worker(k, work));
@@ -141,7 +134,7 @@ impl ClaimInner {
     /// device that came back (`held_now` tries for devices and counts those held).
     fn cpu_share<G: GpuCurve>(
         &self,
-        work: &Work<'_, G>,
+        work: &SplitMultiexp<'_, G>,
         range: Range<usize>,
         pool: Pool,
         running: usize,
@@ -204,7 +197,7 @@ impl ClaimInner {
     }
 
     /// The chunks still queued after the prover's loop, on the CPU.
-    fn leftover_on_cpu<G: GpuCurve>(&self, work: &Work<'_, G>) {
+    fn leftover_on_cpu<G: GpuCurve>(&self, work: &SplitMultiexp<'_, G>) {
         // The prover's loop (`split`) ends only when the queue is empty and no worker was
         // running, and a worker puts chunks back before it ends, so nothing should be left;
         // whatever is (a worker that panicked after putting chunks back) is computed here, so

@@ -3,41 +3,19 @@
 //! from the last one's time, and puts back what a stopped call did not finish.
 
 use super::batch::{call_chunks, learn_gpu_rate, learned, next_batch, TARGET_BATCH};
-use super::multiexp::Work;
+use super::queue::{Flight, SplitMultiexp};
 use super::{lock, ClaimInner, LockedKernel};
 use crate::gpu::error::GpuError;
 use crate::gpu::multiexp::{GpuCurve, PieceSums};
 use group::Group;
 use std::collections::VecDeque;
 use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Instant;
 
 /// A device and the group of its multiexp: what a batch and a speed are learned for.
 type Key = (String, &'static str);
-
-/// The device workers of one multiexp and the chunks their calls hold: what a worker's even
-/// share of the work is counted from ([`call_chunks`]).
-#[derive(Debug, Default)]
-pub(super) struct Flight {
-    workers: AtomicUsize,
-    chunks: AtomicUsize,
-}
-
-impl Flight {
-    /// Counts the calling worker in until the guard drops.
-    fn join(&self) -> impl Drop + '_ {
-        struct Member<'a>(&'a AtomicUsize);
-        impl Drop for Member<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, Ordering::Relaxed);
-            }
-        }
-        self.workers.fetch_add(1, Ordering::Relaxed);
-        Member(&self.workers)
-    }
-}
 
 impl ClaimInner {
     /// Takes chunks from the front until the queue is empty (keeps the device) or a higher
@@ -50,7 +28,7 @@ impl ClaimInner {
     pub(super) fn gpu_worker<G: GpuCurve>(
         &self,
         k: LockedKernel,
-        work: &Work<'_, G>,
+        work: &SplitMultiexp<'_, G>,
     ) -> Option<LockedKernel> {
         let (queue, flight, sum) = (&work.queue, &work.flight, &work.sum);
         let (bases, scalars) = (work.bases, work.scalars);

@@ -1,13 +1,12 @@
 //! Where a proof's quotient and multiexps run: the one seam between the protocol
-//! ([`super::prover`]) and the machines. The prover chooses a backend once per proof, after
+//! (`groth16/prover.rs`) and the machines. The prover chooses a backend once per proof, after
 //! synthesis: the GPU claim's (`gpu::GpuBackend`, with the `gpu` feature and devices) or
 //! [`CpuBackend`]. Everything else in `groth16/` is the same for both.
 
-use super::assignment::mismatch;
-use super::options::ProofReport;
 use crate::domain::QuotientSteps;
 use crate::multicore::{self, Pool};
 use crate::multiexp::{into_scalar_reprs, multiexp, LengthMismatch, ScalarRepr};
+use crate::options::ProofReport;
 use bellpepper_core::SynthesisError;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
@@ -80,7 +79,9 @@ impl CpuBackend {
         what: &str,
     ) -> Result<G::Curve, SynthesisError> {
         self.multiexps += 1;
-        multiexp(bases, scalars).map_err(|e: LengthMismatch| mismatch(what, e.bases, e.scalars))
+        multiexp(bases, scalars).map_err(|e: LengthMismatch| {
+            SynthesisError::IncompatibleLengthVector(format!("{what}: {e}"))
+        })
     }
 }
 
@@ -136,7 +137,7 @@ impl ProofBackend for CpuBackend {
 /// Runs `multiexp` here and `next` (the next multiexp's scalars) on `pool` from a thread beside
 /// it, so that the device does not wait for them; without a thread, `next` runs after.
 /// (`Copy`: it borrows what it reads, so a spawn that fails and drops it loses nothing.)
-pub(super) fn with_next_scalars<M, N: Send>(
+pub(crate) fn with_next_scalars<M, N: Send>(
     pool: Pool,
     multiexp: impl FnOnce() -> M,
     next: impl FnOnce() -> N + Send + Copy,
