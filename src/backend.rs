@@ -67,8 +67,8 @@ pub(crate) trait ProofBackend {
 /// Everything on the CPU, on the crate's pool.
 #[derive(Debug, Default)]
 pub(crate) struct CpuBackend {
-    /// Multiexps computed (each one chunk in the report).
-    multiexps: u64,
+    /// Its part of the report: each multiexp is one CPU chunk.
+    counts: ProofReport,
 }
 
 impl CpuBackend {
@@ -78,7 +78,8 @@ impl CpuBackend {
         scalars: &[ScalarRepr],
         what: &str,
     ) -> Result<G::Curve, SynthesisError> {
-        self.multiexps += 1;
+        self.counts.cpu_chunks += 1;
+        self.counts.total_chunks += 1;
         multiexp(bases, scalars).map_err(|e: LengthMismatch| {
             SynthesisError::IncompatibleLengthVector(format!("{what}: {e}"))
         })
@@ -129,8 +130,7 @@ impl ProofBackend for CpuBackend {
     }
 
     fn finish(self, report: &mut ProofReport) {
-        report.cpu_chunks += self.multiexps;
-        report.total_chunks += self.multiexps;
+        report.absorb(self.counts);
     }
 }
 

@@ -134,6 +134,74 @@ pub struct ProofReport {
 }
 
 impl ProofReport {
+    /// Counts `chunks` more multiexp chunks on `device` (the list stays sorted by device id).
+    pub(crate) fn add_gpu_chunks(&mut self, device: &str, chunks: u64) {
+        match self
+            .gpu_chunks
+            .binary_search_by(|(id, _)| id.as_str().cmp(device))
+        {
+            Ok(i) => self.gpu_chunks[i].1 += chunks,
+            Err(i) => self.gpu_chunks.insert(i, (device.to_owned(), chunks)),
+        }
+    }
+
+    /// Adds the counters of `part`, one part of this proof's work (a backend's, or its GPU
+    /// claim's): counts and times add up, the largest of the highs is kept, a flag set in either
+    /// is set. `priority`, `total` and `synthesis` are this report's own.
+    pub(crate) fn absorb(&mut self, part: ProofReport) {
+        let ProofReport {
+            priority: _,
+            total: _,
+            synthesis: _,
+            gpu_chunks,
+            cpu_chunks,
+            total_chunks,
+            fft_on_gpu,
+            quotient_deferred,
+            quotient_steps_on_gpu,
+            quotient_first_try_steps,
+            preemptions,
+            returns_to_gpu,
+            cpu_chunks_without_retry,
+            wait,
+            handover,
+            yield_latency,
+            live_device_bytes_at_release,
+            peak_device_bytes,
+            gpu_failures,
+            out_of_memory,
+            kept_chunks,
+            cpu_chunks_given_up,
+            device_work_lost,
+            pieces_finished_on_request,
+        } = part;
+        for (device, chunks) in gpu_chunks {
+            self.add_gpu_chunks(&device, chunks);
+        }
+        self.cpu_chunks += cpu_chunks;
+        self.total_chunks += total_chunks;
+        self.fft_on_gpu |= fft_on_gpu;
+        self.quotient_deferred |= quotient_deferred;
+        self.quotient_steps_on_gpu += quotient_steps_on_gpu;
+        self.quotient_first_try_steps += quotient_first_try_steps;
+        self.preemptions += preemptions;
+        self.returns_to_gpu += returns_to_gpu;
+        self.cpu_chunks_without_retry = self.cpu_chunks_without_retry.max(cpu_chunks_without_retry);
+        self.wait += wait;
+        self.handover = self.handover.max(handover);
+        self.yield_latency = self.yield_latency.max(yield_latency);
+        self.live_device_bytes_at_release = self
+            .live_device_bytes_at_release
+            .max(live_device_bytes_at_release);
+        self.peak_device_bytes = self.peak_device_bytes.max(peak_device_bytes);
+        self.gpu_failures += gpu_failures;
+        self.out_of_memory += out_of_memory;
+        self.kept_chunks += kept_chunks;
+        self.cpu_chunks_given_up += cpu_chunks_given_up;
+        self.device_work_lost += device_work_lost;
+        self.pieces_finished_on_request += pieces_finished_on_request;
+    }
+
     /// Chunks computed on any GPU.
     pub fn gpu_chunks_total(&self) -> u64 {
         self.gpu_chunks.iter().map(|(_, c)| c).sum()
@@ -216,6 +284,52 @@ mod tests {
             assert_eq!(Priority::from_level(p.level()), Some(p));
         }
         assert!("urgent".parse::<Priority>().is_err());
+    }
+
+    #[test]
+    fn a_part_adds_counts_keeps_the_highest_highs_and_sets_flags() {
+        let ms = Duration::from_millis;
+        let mut report = ProofReport {
+            priority: Priority::High,
+            synthesis: ms(5),
+            cpu_chunks: 2,
+            total_chunks: 3,
+            wait: ms(1),
+            handover: Some(ms(9)),
+            peak_device_bytes: 100,
+            ..ProofReport::default()
+        };
+        report.add_gpu_chunks("b", 1);
+        let mut part = ProofReport {
+            priority: Priority::Low,
+            synthesis: ms(50),
+            cpu_chunks: 1,
+            total_chunks: 4,
+            fft_on_gpu: true,
+            wait: ms(2),
+            handover: Some(ms(3)),
+            yield_latency: Some(ms(4)),
+            peak_device_bytes: 50,
+            preemptions: 1,
+            ..ProofReport::default()
+        };
+        part.add_gpu_chunks("b", 2);
+        part.add_gpu_chunks("a", 1);
+        report.absorb(part);
+        assert_eq!(report.priority, Priority::High);
+        assert_eq!(report.synthesis, ms(5));
+        assert_eq!((report.cpu_chunks, report.total_chunks), (3, 7));
+        assert_eq!(report.gpu_chunks, vec![("a".into(), 1), ("b".into(), 3)]);
+        assert_eq!(
+            report.gpu_chunks_total() + report.cpu_chunks,
+            report.total_chunks
+        );
+        assert!(report.fft_on_gpu);
+        assert_eq!(report.wait, ms(3));
+        assert_eq!(report.handover, Some(ms(9)));
+        assert_eq!(report.yield_latency, Some(ms(4)));
+        assert_eq!(report.peak_device_bytes, 100);
+        assert_eq!(report.preemptions, 1);
         assert_eq!(Priority::from_bool(true), Priority::High);
         assert_eq!(Priority::from_bool(false), Priority::Normal);
     }

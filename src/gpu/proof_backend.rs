@@ -31,16 +31,10 @@ pub(crate) struct GpuBackend {
     /// Whether the quotient's first try on a device goes in steps
     /// ([`ProveOptions::stepped_quotient_from`]).
     stepped_first_try: bool,
-    /// A higher priority interrupted the quotient on a device and it was put off.
-    quotient_deferred: bool,
-    /// Steps of a put-off quotient done on a device (of 4: three inputs moved to the coset, and
-    /// the rest).
-    quotient_steps_on_gpu: u64,
-    /// Of those, steps of the first try kept when it was interrupted.
-    quotient_first_try_steps: u64,
-    /// Time the put-off quotient waited for a device (its tries that found every device busy,
-    /// and the sleeps between tries).
-    quotient_wait: Duration,
+    /// The quotient's part of the report: whether it was put off, its steps on a device, and
+    /// the time it waited for one (its tries that found every device busy, and the sleeps
+    /// between tries).
+    counts: ProofReport,
 }
 
 impl GpuBackend {
@@ -64,10 +58,7 @@ impl GpuBackend {
             priority: options.priority,
             chunk_terms: options.chunk_terms,
             stepped_first_try: stepped_first_try(options, domain_size),
-            quotient_deferred: false,
-            quotient_steps_on_gpu: 0,
-            quotient_first_try_steps: 0,
-            quotient_wait: Duration::ZERO,
+            counts: ProofReport::default(),
         })
     }
 
@@ -91,9 +82,9 @@ impl GpuBackend {
                     "prove: quotient interrupted by a higher priority after {kept} of its 4 steps \
                      (kept); the other multiexps first, then the rest"
                 );
-                self.quotient_deferred = true;
-                self.quotient_first_try_steps = kept;
-                self.quotient_steps_on_gpu += kept;
+                self.counts.quotient_deferred = true;
+                self.counts.quotient_first_try_steps = kept;
+                self.counts.quotient_steps_on_gpu += kept;
                 Ok(Quotient::Deferred(steps))
             }
             QuotientOnGpu::Busy | QuotientOnGpu::NotThere => steps
@@ -136,7 +127,7 @@ impl ProofBackend for GpuBackend {
                     "prove: quotient interrupted by a higher priority; the other multiexps \
                      first, then the quotient again"
                 );
-                self.quotient_deferred = true;
+                self.counts.quotient_deferred = true;
                 Ok(Quotient::Deferred(QuotientSteps::new(a, b, c)))
             }
             QuotientOnGpu::Busy | QuotientOnGpu::NotThere => {
@@ -163,20 +154,20 @@ impl ProofBackend for GpuBackend {
             let tried = Instant::now();
             let result = self.claim.quotient_steps(&mut steps);
             if matches!(result, QuotientOnGpu::Busy) {
-                self.quotient_wait += tried.elapsed();
+                self.counts.wait += tried.elapsed();
             }
             // Inputs a device moved to the coset, and the last step if it finished.
-            self.quotient_steps_on_gpu += steps.steps_done().saturating_sub(before) as u64;
+            self.counts.quotient_steps_on_gpu += steps.steps_done().saturating_sub(before) as u64;
             match result {
                 QuotientOnGpu::Done(h) => {
-                    self.quotient_steps_on_gpu += 1;
+                    self.counts.quotient_steps_on_gpu += 1;
                     free_in_background(steps);
                     return Ok(h);
                 }
                 QuotientOnGpu::Preempted | QuotientOnGpu::Busy if started.elapsed() < most => {
                     let slept = Instant::now();
                     std::thread::sleep(QUOTIENT_RETRY_SLEEP);
-                    self.quotient_wait += slept.elapsed();
+                    self.counts.wait += slept.elapsed();
                 }
                 QuotientOnGpu::Preempted | QuotientOnGpu::Busy => {
                     log::info!(
@@ -225,11 +216,8 @@ impl ProofBackend for GpuBackend {
     }
 
     fn finish(self, report: &mut ProofReport) {
-        report.quotient_deferred |= self.quotient_deferred;
-        report.quotient_steps_on_gpu += self.quotient_steps_on_gpu;
-        report.quotient_first_try_steps += self.quotient_first_try_steps;
-        report.wait += self.quotient_wait;
-        self.claim.finish(report);
+        report.absorb(self.claim.finish());
+        report.absorb(self.counts);
     }
 }
 

@@ -22,7 +22,7 @@ use crate::options::ProofReport;
 use crate::priority::Priority;
 use blstrs::Scalar;
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -49,33 +49,11 @@ thread_local! {
     static CLAIMS_ON_THREAD: Cell<usize> = const { Cell::new(0) };
 }
 
-/// Counters of one claim, shared by its threads.
-#[derive(Debug, Default)]
-struct Stats {
-    gpu_chunks: BTreeMap<String, u64>,
-    cpu_chunks: u64,
-    total_chunks: u64,
-    fft_on_gpu: bool,
-    preemptions: u64,
-    returns_to_gpu: u64,
-    cpu_chunks_without_retry: u64,
-    wait: Duration,
-    handover: Option<Duration>,
-    yield_latency: Option<Duration>,
-    live_at_release: u64,
-    peak_device: u64,
-    failures: u64,
-    out_of_memory: u64,
-    kept_chunks: u64,
-    cpu_chunks_given_up: u64,
-    device_work_lost: Duration,
-    pieces_finished_on_request: u64,
-}
-
 /// State the CPU side and the GPU workers both change.
 #[derive(Debug, Default)]
 struct Shared {
-    stats: Stats,
+    /// This claim's part of the proof's report, counted as it goes.
+    counts: ProofReport,
     /// Devices that failed during this proof: not taken again.
     failed: HashSet<String>,
     /// Devices this claim holds (idle or in a worker's hands).
@@ -198,10 +176,10 @@ impl GpuClaim {
         self.inner.quotient_steps(steps)
     }
 
-    /// Releases every device and writes the counters into `report`.
-    pub(crate) fn finish(mut self, report: &mut ProofReport) {
+    /// Releases every device; returns this claim's part of the proof's report.
+    pub(crate) fn finish(mut self) -> ProofReport {
         self.stop_watcher();
-        self.inner.finish(report);
+        self.inner.finish()
     }
 
     fn stop_watcher(&mut self) {
@@ -219,31 +197,12 @@ impl ClaimInner {
     }
 
     /// Releases every device and writes the counters into `report`.
-    fn finish(&self, report: &mut ProofReport) {
+    fn finish(&self) -> ProofReport {
         let held = std::mem::take(&mut *lock(&self.idle));
         for k in held {
             self.release(k, false);
         }
-        let s = std::mem::take(&mut self.shared().stats);
-        report.gpu_chunks = s.gpu_chunks.into_iter().collect();
-        report.cpu_chunks += s.cpu_chunks;
-        report.total_chunks += s.total_chunks;
-        report.fft_on_gpu = s.fft_on_gpu;
-        report.preemptions = s.preemptions;
-        report.returns_to_gpu = s.returns_to_gpu;
-        report.cpu_chunks_without_retry = s.cpu_chunks_without_retry;
-        // Added: the prover counts a put-off quotient's wait there too.
-        report.wait += s.wait;
-        report.handover = s.handover;
-        report.yield_latency = s.yield_latency;
-        report.live_device_bytes_at_release = s.live_at_release;
-        report.peak_device_bytes = s.peak_device;
-        report.gpu_failures = s.failures;
-        report.out_of_memory = s.out_of_memory;
-        report.kept_chunks = s.kept_chunks;
-        report.cpu_chunks_given_up = s.cpu_chunks_given_up;
-        report.device_work_lost = s.device_work_lost;
-        report.pieces_finished_on_request = s.pieces_finished_on_request;
+        std::mem::take(&mut self.shared().counts)
     }
 }
 

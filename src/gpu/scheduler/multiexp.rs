@@ -34,8 +34,8 @@ impl ClaimInner {
         let chunk = chunk_terms.max(1);
         if n < MIN_GPU_TERMS {
             let mut s = self.shared();
-            s.stats.cpu_chunks += 1;
-            s.stats.total_chunks += 1;
+            s.counts.cpu_chunks += 1;
+            s.counts.total_chunks += 1;
             drop(s);
             return cpu_part(bases, scalars, 0..n, cpu_pool(self.priority, false));
         }
@@ -45,7 +45,7 @@ impl ClaimInner {
                 .map(|s| s..(s + chunk).min(n))
                 .collect(),
         );
-        self.shared().stats.total_chunks += queue_len(&queue) as u64;
+        self.shared().counts.total_chunks += queue_len(&queue) as u64;
         let work = SplitMultiexp {
             bases,
             scalars,
@@ -165,7 +165,7 @@ impl ClaimInner {
         );
         let mut s = self.shared();
         let Some(part) = part else {
-            s.stats.cpu_chunks_given_up += 1;
+            s.counts.cpu_chunks_given_up += 1;
             drop(s);
             log::debug!(
                 "gpu: a CPU chunk of {terms} terms given up after {:.1} ms: a \
@@ -181,10 +181,10 @@ impl ClaimInner {
             return;
         };
         *lock(&work.sum) += part;
-        s.stats.cpu_chunks += 1;
+        s.counts.cpu_chunks += 1;
         if running == 0 {
             // Computed with no device of ours, right after a try for one.
-            let most = &mut s.stats.cpu_chunks_without_retry;
+            let most = &mut s.counts.cpu_chunks_without_retry;
             *most = (*most).max(1);
         }
         drop(s);
@@ -215,10 +215,10 @@ impl ClaimInner {
             );
             *lock(&work.sum) += part;
             untried += 1;
-            self.shared().stats.cpu_chunks += 1;
+            self.shared().counts.cpu_chunks += 1;
         }
         let mut s = self.shared();
-        s.stats.cpu_chunks_without_retry = s.stats.cpu_chunks_without_retry.max(untried);
+        s.counts.cpu_chunks_without_retry = s.counts.cpu_chunks_without_retry.max(untried);
     }
 }
 

@@ -31,7 +31,7 @@ impl ClaimInner {
         let started = Instant::now();
         let result = self.on_fft_device(&mut |k| k.device.quotient(a, b, c, &|| k.should_yield()));
         if matches!(result, QuotientOnGpu::Preempted) {
-            self.shared().stats.device_work_lost += started.elapsed();
+            self.shared().counts.device_work_lost += started.elapsed();
         }
         result
     }
@@ -50,7 +50,7 @@ impl ClaimInner {
                 .last_step_at
                 .filter(|at| *at > started)
                 .unwrap_or(started);
-            self.shared().stats.device_work_lost += since.elapsed();
+            self.shared().counts.device_work_lost += since.elapsed();
         }
         result
     }
@@ -87,7 +87,7 @@ impl ClaimInner {
         }
         match quotient(&k) {
             Ok(h) => {
-                self.shared().stats.fft_on_gpu = true;
+                self.shared().counts.fft_on_gpu = true;
                 lock(&self.idle).push(k);
                 QuotientOnGpu::Done(h)
             }
@@ -99,7 +99,7 @@ impl ClaimInner {
                 // The quotient cannot be cut smaller: the CPU computes it; the device stays
                 // with this claim for the multiexps.
                 log::info!("gpu: quotient on the CPU: {e}");
-                self.shared().stats.out_of_memory += 1;
+                self.shared().counts.out_of_memory += 1;
                 lock(&self.idle).push(k);
                 QuotientOnGpu::NotThere
             }

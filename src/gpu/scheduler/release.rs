@@ -17,13 +17,13 @@ impl ClaimInner {
         drop(k);
         let mut s = self.shared();
         s.holding.remove(&id);
-        s.stats.live_at_release = s.stats.live_at_release.max(live);
-        s.stats.peak_device = s.stats.peak_device.max(peak);
+        s.counts.live_device_bytes_at_release = s.counts.live_device_bytes_at_release.max(live);
+        s.counts.peak_device_bytes = s.counts.peak_device_bytes.max(peak);
         if preempted {
-            s.stats.preemptions += 1;
+            s.counts.preemptions += 1;
             s.lost_at = Some(std::time::Instant::now());
             let latency = asked.map_or(Duration::ZERO, |a| a.elapsed());
-            s.stats.yield_latency = max_opt(s.stats.yield_latency, latency);
+            s.counts.yield_latency = max_opt(s.counts.yield_latency, latency);
             log::info!(
                 "gpu: {} prover yielded {id} {latency:.2?} after the request (held {held:.2?}, \
                  {live} device bytes left, at most {longest_gap:.2?} between probes); going on on \
@@ -47,7 +47,7 @@ impl ClaimInner {
         );
         {
             let mut s = self.shared();
-            s.stats.failures += 1;
+            s.counts.gpu_failures += 1;
             s.failed.insert(k.device.id.clone());
         }
         self.release(k, false);

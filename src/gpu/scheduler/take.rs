@@ -48,7 +48,7 @@ impl ClaimInner {
             }
         }
         let waited = start.elapsed();
-        self.shared().stats.wait += waited;
+        self.shared().counts.wait += waited;
         if !got {
             log::info!(
                 "gpu: {} prover waited {waited:.2?} for a device; starting on the CPU",
@@ -112,7 +112,7 @@ impl ClaimInner {
         s.holding.insert(device.id.clone());
         if let Some(asked) = s.asking.remove(&device.id) {
             let took = asked.since.elapsed();
-            s.stats.handover = max_opt(s.stats.handover, took);
+            s.counts.handover = max_opt(s.counts.handover, took);
             log::info!(
                 "gpu: {} prover got {} {took:.2?} after asking for it",
                 self.priority,
@@ -120,7 +120,7 @@ impl ClaimInner {
             );
         }
         if let Some(lost_at) = s.lost_at {
-            s.stats.returns_to_gpu += 1;
+            s.counts.returns_to_gpu += 1;
             let off = lost_at.elapsed();
             log::info!(
                 "gpu: {} prover back on {} ({off:.2?} after it last yielded a device)",

@@ -107,16 +107,13 @@ impl ClaimInner {
         sum: &Mutex<C>,
     ) {
         if result.finished_on_request > 0 {
-            self.shared().stats.pieces_finished_on_request += result.finished_on_request as u64;
+            self.shared().counts.pieces_finished_on_request += result.finished_on_request as u64;
         }
         if kept > 0 {
             *lock(sum) += result.sum;
-            *self
-                .shared()
-                .stats
-                .gpu_chunks
-                .entry(k.device.id.clone())
-                .or_default() += kept as u64;
+            self.shared()
+                .counts
+                .add_gpu_chunks(&k.device.id, kept as u64);
         }
     }
 
@@ -159,8 +156,8 @@ impl ClaimInner {
         // included): part of what a preemption costs the prover beside the time it waits.
         let lost = since.elapsed();
         let mut s = self.shared();
-        s.stats.device_work_lost += lost;
-        s.stats.kept_chunks += kept as u64;
+        s.counts.device_work_lost += lost;
+        s.counts.kept_chunks += kept as u64;
         drop(s);
         if kept > 0 {
             log::info!(
@@ -189,7 +186,7 @@ impl ClaimInner {
     ) -> Option<usize> {
         if matches!(e, GpuError::OutOfMemory(_)) {
             let mut s = self.shared();
-            s.stats.out_of_memory += 1;
+            s.counts.out_of_memory += 1;
             if left > 1 {
                 // Fewer chunks at once, for the rest of this claim (a cap only ever comes
                 // down).
