@@ -14,7 +14,7 @@
 //! the chunk results is the multiexp, so no finished chunk is computed twice.
 
 use super::backend::{self, GpuDevice};
-use super::locks::{self, PriorityFlag};
+use super::locks;
 use super::multiexp::GpuCurve;
 use crate::domain::QuotientSteps;
 use crate::multiexp::ScalarRepr;
@@ -22,23 +22,19 @@ use crate::options::ProofReport;
 use crate::priority::Priority;
 use blstrs::Scalar;
 use std::cell::Cell;
-use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
 
-mod batch;
+mod claim;
 mod cpu_share;
 mod locked_kernel;
 mod multiexp;
 mod queue;
 mod quotient;
-mod release;
-mod take;
-mod watch;
+mod rates;
 mod worker;
 
+use claim::{ClaimInner, Shared};
 pub(crate) use cpu_share::cpu_pool;
 pub use locked_kernel::LockedKernel;
 pub(crate) use quotient::QuotientOnGpu;
@@ -49,63 +45,12 @@ thread_local! {
     static CLAIMS_ON_THREAD: Cell<usize> = const { Cell::new(0) };
 }
 
-/// State the CPU side and the GPU workers both change.
-#[derive(Debug, Default)]
-struct Shared {
-    /// This claim's part of the proof's report, counted as it goes.
-    counts: ProofReport,
-    /// Devices that failed during this proof: not taken again.
-    failed: HashSet<String>,
-    /// Devices this claim holds (idle or in a worker's hands).
-    holding: HashSet<String>,
-    /// Flags raised on devices held by lower priorities (or by holders of unknown level).
-    asking: HashMap<String, Asking>,
-    /// When this prover last gave a device up to a higher priority (`None`: never; once it has,
-    /// a later take is a return, logged with the time since).
-    lost_at: Option<Instant>,
-    /// The most chunks per call after a device ran out of memory, per device and group.
-    batch_cap: HashMap<(String, &'static str), usize>,
-}
-
-/// A flag this prover raised on a device someone else holds.
-#[derive(Debug)]
-struct Asking {
-    flag: PriorityFlag,
-    /// When it was raised: the hand-over's start.
-    since: Instant,
-    /// bellperson's priority lock, held while a `High` prover asks for a device that a
-    /// bellperson prover holds (its normal provers yield to it).
-    bellperson: Option<locks::bellperson::PriorityRequest>,
-    /// Whether the holder is a verified lower priority, worth waiting for at the proof's start
-    /// (a holder whose text the kernel's lock table does not confirm may be anyone, and may
-    /// never yield: the prover starts on the CPU and takes the device if it comes free).
-    worth_waiting: bool,
-}
-
 /// One proof's use of the GPUs. A watcher thread probes the devices held between pieces of
 /// work (while the prover prepares the next multiexp on the CPU) and releases any that a higher
 /// priority asks for, so a request never waits for the prover's CPU work.
 pub struct GpuClaim {
     inner: Arc<ClaimInner>,
     watcher: Option<std::thread::JoinHandle<()>>,
-}
-
-/// The state of a claim, shared with its workers and its watcher.
-struct ClaimInner {
-    dir: PathBuf,
-    priority: Priority,
-    devices: Vec<&'static GpuDevice>,
-    /// Devices held and not in use by a worker (between pieces of work).
-    idle: Mutex<Vec<LockedKernel>>,
-    shared: Mutex<Shared>,
-    /// Whether the thread that made the claim may wait for a hand-over.
-    may_wait: bool,
-    /// Tells the watcher to stop.
-    stop: AtomicBool,
-}
-
-fn max_opt(a: Option<Duration>, b: Duration) -> Option<Duration> {
-    Some(a.map_or(b, |a| a.max(b)))
 }
 
 impl GpuClaim {
@@ -190,22 +135,6 @@ impl GpuClaim {
     }
 }
 
-impl ClaimInner {
-    fn shared(&self) -> MutexGuard<'_, Shared> {
-        // A worker that panicked cannot leave the counters half-updated in a harmful way.
-        self.shared.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Releases every device and writes the counters into `report`.
-    fn finish(&self) -> ProofReport {
-        let held = std::mem::take(&mut *lock(&self.idle));
-        for k in held {
-            self.release(k, false);
-        }
-        std::mem::take(&mut self.shared().counts)
-    }
-}
-
 impl Drop for GpuClaim {
     fn drop(&mut self) {
         self.stop_watcher();
@@ -215,6 +144,8 @@ impl Drop for GpuClaim {
     }
 }
 
+/// Locks `m`, also after a thread panicked while holding it (the state stays usable: counters
+/// and lists that a panic leaves at worst one update short).
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -2,10 +2,12 @@
 //! that takes devices (each gets a worker) and computes the CPU's share from the back, and the
 //! chunks left over at the end.
 
-use super::batch::learned;
+use super::claim::ClaimInner;
 use super::cpu_share::{cpu_chunk, cpu_part, cpu_pool, cpu_takes, give_up_cpu_chunk};
+use super::lock;
 use super::queue::{Flight, SplitMultiexp};
-use super::{lock, ClaimInner, LockedKernel};
+use super::rates::learned;
+use super::LockedKernel;
 use crate::gpu::backend::MIN_GPU_TERMS;
 use crate::gpu::multiexp::GpuCurve;
 use crate::multicore::Pool;

@@ -1,6 +1,8 @@
 //! The prover's quotient on a claim's device, whole or in steps, and what became of it.
 
-use super::{lock, ClaimInner, LockedKernel};
+use super::claim::ClaimInner;
+use super::lock;
+use super::LockedKernel;
 use crate::domain::QuotientSteps;
 use crate::gpu::backend::MIN_GPU_FFT;
 use crate::gpu::error::GpuError;

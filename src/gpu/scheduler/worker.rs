@@ -2,9 +2,11 @@
 //! one device call each, keeps the chunks of the pieces the device finished, sizes its next call
 //! from the last one's time, and puts back what a stopped call did not finish.
 
-use super::batch::{call_chunks, learn_gpu_rate, learned, next_batch, TARGET_BATCH};
+use super::claim::ClaimInner;
+use super::lock;
 use super::queue::{Flight, SplitMultiexp};
-use super::{lock, ClaimInner, LockedKernel};
+use super::rates::{call_chunks, learn_gpu_rate, learned, next_batch, TARGET_BATCH};
+use super::LockedKernel;
 use crate::gpu::error::GpuError;
 use crate::gpu::multiexp::{GpuCurve, PieceSums};
 use group::Group;

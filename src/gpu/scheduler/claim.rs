@@ -1,11 +1,88 @@
-//! Taking devices: the free ones that no higher priority wants, a flag raised on those that lower
-//! priorities hold when none is free, and the wait for their hand-over at a proof's start.
+//! The claim's devices: what a proof holds and shares with its workers and its watcher
+//! ([`ClaimInner`]), taking devices (the free ones that no higher priority wants, a flag raised
+//! on those lower priorities hold, the wait for their hand-over at a proof's start), giving them
+//! back (to a higher priority that asks, when the claim is done, or marked failed), and the
+//! watcher that releases idle devices a higher priority asks for while the prover works on the
+//! CPU.
 
-use super::{lock, max_opt, Asking, ClaimInner, LockedKernel};
+use super::{lock, LockedKernel};
 use crate::gpu::backend::GpuDevice;
+use crate::gpu::error::GpuError;
 use crate::gpu::locks::{self, bellperson, GpuLock, HigherPriorityProbe, PriorityFlag};
+use crate::options::ProofReport;
 use crate::priority::Priority;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+/// State the CPU side and the GPU workers both change.
+#[derive(Debug, Default)]
+pub(super) struct Shared {
+    /// This claim's part of the proof's report, counted as it goes.
+    pub(super) counts: ProofReport,
+    /// Devices that failed during this proof: not taken again.
+    pub(super) failed: HashSet<String>,
+    /// Devices this claim holds (idle or in a worker's hands).
+    pub(super) holding: HashSet<String>,
+    /// Flags raised on devices held by lower priorities (or by holders of unknown level).
+    pub(super) asking: HashMap<String, Asking>,
+    /// When this prover last gave a device up to a higher priority (`None`: never; once it has,
+    /// a later take is a return, logged with the time since).
+    pub(super) lost_at: Option<Instant>,
+    /// The most chunks per call after a device ran out of memory, per device and group.
+    pub(super) batch_cap: HashMap<(String, &'static str), usize>,
+}
+
+/// A flag this prover raised on a device someone else holds.
+#[derive(Debug)]
+pub(super) struct Asking {
+    pub(super) flag: PriorityFlag,
+    /// When it was raised: the hand-over's start.
+    pub(super) since: Instant,
+    /// bellperson's priority lock, held while a `High` prover asks for a device that a
+    /// bellperson prover holds (its normal provers yield to it).
+    pub(super) bellperson: Option<locks::bellperson::PriorityRequest>,
+    /// Whether the holder is a verified lower priority, worth waiting for at the proof's start
+    /// (a holder whose text the kernel's lock table does not confirm may be anyone, and may
+    /// never yield: the prover starts on the CPU and takes the device if it comes free).
+    pub(super) worth_waiting: bool,
+}
+
+/// The state of a claim, shared with its workers and its watcher.
+pub(super) struct ClaimInner {
+    pub(super) dir: PathBuf,
+    pub(super) priority: Priority,
+    pub(super) devices: Vec<&'static GpuDevice>,
+    /// Devices held and not in use by a worker (between pieces of work).
+    pub(super) idle: Mutex<Vec<LockedKernel>>,
+    pub(super) shared: Mutex<Shared>,
+    /// Whether the thread that made the claim may wait for a hand-over.
+    pub(super) may_wait: bool,
+    /// Tells the watcher to stop.
+    pub(super) stop: AtomicBool,
+}
+
+pub(super) fn max_opt(a: Option<Duration>, b: Duration) -> Option<Duration> {
+    Some(a.map_or(b, |a| a.max(b)))
+}
+
+impl ClaimInner {
+    pub(super) fn shared(&self) -> MutexGuard<'_, Shared> {
+        // A worker that panicked cannot leave the counters half-updated in a harmful way.
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Releases every device and writes the counters into `report`.
+    pub(super) fn finish(&self) -> ProofReport {
+        let held = std::mem::take(&mut *lock(&self.idle));
+        for k in held {
+            self.release(k, false);
+        }
+        std::mem::take(&mut self.shared().counts)
+    }
+}
 
 /// How long a prover waits at its start for a lower priority to hand a device over before it
 /// starts on the CPU (and keeps asking between chunks). Only a holder verified in the kernel's
@@ -230,5 +307,76 @@ impl ClaimInner {
             ),
         );
         self.shared().failed.insert(device.id.clone());
+    }
+}
+
+impl ClaimInner {
+    /// Releases a device; `preempted` when a higher priority asked for it.
+    pub(super) fn release(&self, k: LockedKernel, preempted: bool) {
+        let live = k.device.live_device_bytes();
+        let peak = k.device.take_peak_device_bytes();
+        let held = k.lock.held_for();
+        let asked = *lock(&k.asked_at);
+        let longest_gap = lock(&k.probes).1;
+        let id = k.device.id.clone();
+        drop(k);
+        let mut s = self.shared();
+        s.holding.remove(&id);
+        s.counts.live_device_bytes_at_release = s.counts.live_device_bytes_at_release.max(live);
+        s.counts.peak_device_bytes = s.counts.peak_device_bytes.max(peak);
+        if preempted {
+            s.counts.preemptions += 1;
+            s.lost_at = Some(std::time::Instant::now());
+            let latency = asked.map_or(Duration::ZERO, |a| a.elapsed());
+            s.counts.yield_latency = max_opt(s.counts.yield_latency, latency);
+            log::info!(
+                "gpu: {} prover yielded {id} {latency:.2?} after the request (held {held:.2?}, \
+                 {live} device bytes left, at most {longest_gap:.2?} between probes); going on on \
+                 the CPU",
+                self.priority
+            );
+        } else {
+            log::debug!(
+                "gpu: {} prover released {id} (held {held:.2?}, at most {longest_gap:.2?} between \
+                 probes)",
+                self.priority
+            );
+        }
+    }
+
+    /// Marks a device failed and releases it; the work goes to the CPU.
+    pub(super) fn fail(&self, k: LockedKernel, e: &GpuError) {
+        log::warn!(
+            "gpu: {} failed ({e}); its work goes to the CPU",
+            k.device.id
+        );
+        {
+            let mut s = self.shared();
+            s.counts.gpu_failures += 1;
+            s.failed.insert(k.device.id.clone());
+        }
+        self.release(k, false);
+    }
+}
+
+/// How often the watcher probes idle devices.
+const WATCH_STEP: Duration = Duration::from_millis(2);
+
+impl ClaimInner {
+    /// Until stopped: releases idle devices that a higher priority asks for.
+    pub(super) fn watch(&self) {
+        while !self.stop.load(Ordering::Relaxed) {
+            std::thread::sleep(WATCH_STEP);
+            let mut idle = lock(&self.idle);
+            let mut i = 0;
+            while i < idle.len() {
+                if idle[i].should_yield() {
+                    let k = idle.swap_remove(i);
+                    self.release(k, true);
+                } else {
+                    i += 1;
+                }
+            }
+        }
     }
 }

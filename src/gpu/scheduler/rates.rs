@@ -2,7 +2,8 @@
 //! takes: the learned speeds and batches, a call's share of the work left, and the next call's
 //! size after the last one's time.
 
-use super::{lock, ClaimInner};
+use super::claim::ClaimInner;
+use super::lock;
 use crate::multicore::Pool;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
