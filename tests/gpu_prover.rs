@@ -1,6 +1,6 @@
 //! Proofs made through the GPU path verify, and so do proofs whose GPU work fails and falls back
 //! to the CPU (feature `gpu`; in CI on PoCL). Assertions come from the prover's report.
-#![cfg(feature = "gpu")]
+#![cfg(feature = "test-hooks")]
 
 #[path = "circuits/mod.rs"]
 mod circuits;
@@ -8,10 +8,11 @@ mod circuits;
 use blstrs::Scalar;
 use circuits::Squares;
 use preemptible_groth16::gpu::backend::device_ids;
-use preemptible_groth16::gpu::backend::{devices, inject_failures, MIN_GPU_FFT, MIN_GPU_TERMS};
+use preemptible_groth16::gpu::backend::{devices, MIN_GPU_FFT, MIN_GPU_TERMS};
 use preemptible_groth16::gpu::device::CPU_ENV;
 use preemptible_groth16::gpu::locks;
 use preemptible_groth16::gpu::locks::LOCK_DIR_ENV;
+use preemptible_groth16::gpu::test_hooks::inject_failures;
 use preemptible_groth16::groth16::Priority;
 use preemptible_groth16::groth16::{
     create_random_proof_with_options, generate_random_parameters, prepare_verifying_key,

@@ -2,7 +2,7 @@
 //! (`PREEMPTIBLE_GROTH16_FAKE_GPUS`: the real scheduler and lock files, with a device of known
 //! speed), asserted from the provers' reports. Every proof verifies. The tests share the process's
 //! lock directory, so they run one at a time (a mutex), each with a fresh directory.
-#![cfg(feature = "gpu")]
+#![cfg(feature = "test-hooks")]
 
 #[path = "circuits/mod.rs"]
 mod circuits;
@@ -15,10 +15,9 @@ use circuits::Squares;
 #[cfg(target_os = "linux")]
 use cpu_time::cpu_time_of;
 use preemptible_groth16::gpu::backend::device_ids;
-use preemptible_groth16::gpu::fake::{
-    set_cpu_chunk_ns_per_term, set_quotient_ns_per_value, FAKE_GPUS_ENV,
-};
+use preemptible_groth16::gpu::fake::{set_quotient_ns_per_value, FAKE_GPUS_ENV};
 use preemptible_groth16::gpu::locks::{self, LOCK_DIR_ENV};
+use preemptible_groth16::gpu::test_hooks::set_cpu_chunk_ns_per_term;
 use preemptible_groth16::gpu::{gpu_is_available, PriorityGuard};
 use preemptible_groth16::groth16::{
     create_proof_batch_with_options, create_random_proof_with_options, generate_random_parameters,
@@ -522,9 +521,9 @@ fn a_device_failing_in_the_middle_of_a_proof_loses_no_work() {
     let _g = setup("midfail");
     let (long, _) = long_and_short();
     let device = device_ids()[0].clone();
-    preemptible_groth16::gpu::backend::inject_failures_after(Some(3));
+    preemptible_groth16::gpu::test_hooks::inject_failures_after(Some(3));
     let report = prove(long, &options(Priority::Normal, Some(&device)));
-    preemptible_groth16::gpu::backend::inject_failures_after(None);
+    preemptible_groth16::gpu::test_hooks::inject_failures_after(None);
     assert_eq!(report.gpu_failures, 1, "{report:?}");
     assert!(report.gpu_chunks_total() >= 3, "{report:?}");
     assert!(report.cpu_chunks > 0, "{report:?}");
@@ -533,7 +532,7 @@ fn a_device_failing_in_the_middle_of_a_proof_loses_no_work() {
 
 #[test]
 fn a_device_out_of_memory_leaves_what_does_not_fit_to_the_cpu() {
-    use preemptible_groth16::gpu::backend::limit_device_memory;
+    use preemptible_groth16::gpu::test_hooks::limit_device_memory;
     let _g = setup("oom");
     struct Unlimit;
     impl Drop for Unlimit {

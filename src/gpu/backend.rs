@@ -8,10 +8,10 @@ use super::error::GpuError;
 use super::fake::{self, FakeDevice};
 use super::fft::FftKernel;
 use super::multiexp::{piece_ranges, GpuCurve, MultiexpKernel, PieceSums};
+use super::test_hooks;
 use crate::domain::QuotientSteps;
 use crate::multiexp::{scalar_reprs, ScalarRepr};
 use blstrs::Scalar;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// Multiexps smaller than this stay on the CPU.
@@ -20,12 +20,6 @@ pub const MIN_GPU_TERMS: usize = 1 << 10;
 pub const MIN_GPU_FFT: usize = 1 << 12;
 
 static DEVICES: OnceLock<Vec<GpuDevice>> = OnceLock::new();
-static INJECT_FAILURES: AtomicBool = AtomicBool::new(false);
-/// Test hook: device multiexps that still succeed before every later one fails (`u64::MAX`: off).
-static FAIL_AFTER: AtomicU64 = AtomicU64::new(u64::MAX);
-/// Test hook: device memory in bytes that one multiexp or quotient may use (`u64::MAX`: no limit).
-static MEMORY_LIMIT: AtomicU64 = AtomicU64::new(u64::MAX);
-
 /// What computes on a device.
 #[derive(Debug)]
 enum Engine {
@@ -53,39 +47,6 @@ enum QuotientEngine<'a> {
 }
 
 impl GpuDevice {
-    fn injected() -> Result<(), GpuError> {
-        if INJECT_FAILURES.load(Ordering::Relaxed) {
-            Err(GpuError::Ocl("injected failure".into()))
-        } else {
-            Ok(())
-        }
-    }
-
-    /// The injected memory limit, as the runtime would report it.
-    fn fits(bytes: u64) -> Result<(), GpuError> {
-        let limit = MEMORY_LIMIT.load(Ordering::Relaxed);
-        if bytes > limit {
-            Err(GpuError::OutOfMemory(format!(
-                "{bytes} bytes needed, {limit} injected as the limit"
-            )))
-        } else {
-            Ok(())
-        }
-    }
-
-    /// The injected failure after a number of successful multiexps.
-    fn failing_after() -> Result<(), GpuError> {
-        let countdown = FAIL_AFTER.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-            (n != u64::MAX && n > 0).then(|| n - 1)
-        });
-        match countdown {
-            Err(0) => Err(GpuError::Ocl(
-                "injected failure in the middle of the work".into(),
-            )),
-            _ => Ok(()),
-        }
-    }
-
     /// A multiexp on this device over a run of chunks ending at `chunk_ends` (increasing, the
     /// last `bases.len()`); `interrupt` is asked between kernel launches. The device computes
     /// the run in pieces of whole chunks ([`GpuCurve::PIECE_TERMS`] terms or more each; a fake
@@ -99,7 +60,7 @@ impl GpuDevice {
         interrupt: &dyn Fn() -> bool,
     ) -> PieceSums<G::Curve> {
         let refused = PieceSums::refused;
-        if let Err(e) = Self::injected().and_then(|()| Self::failing_after()) {
+        if let Err(e) = test_hooks::injected().and_then(|()| test_hooks::failing_after()) {
             return refused(e);
         }
         let piece_terms = match &self.engine {
@@ -123,7 +84,7 @@ impl GpuDevice {
             // after an allocation failure limit a fake device's memory per call.
             Engine::Fake(_) => FakeDevice::multiexp_bytes(bases.len()),
         };
-        if let Err(e) = Self::fits(bytes) {
+        if let Err(e) = test_hooks::fits(bytes) {
             return refused(e);
         }
         let pieces = match &self.engine {
@@ -176,8 +137,8 @@ impl GpuDevice {
     /// What runs a quotient of `values` values here, once the injected failures and the memory
     /// (three vectors of the domain's size, on either engine) allow it.
     fn quotient_engine(&self, values: usize) -> Result<QuotientEngine<'_>, GpuError> {
-        Self::injected()?;
-        Self::fits(3 * 32 * values.max(1).next_power_of_two() as u64)?;
+        test_hooks::injected()?;
+        test_hooks::fits(3 * 32 * values.max(1).next_power_of_two() as u64)?;
         match &self.engine {
             Engine::OpenCl { fft: Some(k), .. } => Ok(QuotientEngine::OpenCl(k)),
             Engine::OpenCl { fft: None, .. } => Err(GpuError::NoDevice(format!(
@@ -213,28 +174,6 @@ impl GpuDevice {
             Engine::Fake(f) => f.take_peak_device_bytes(),
         }
     }
-}
-
-/// Makes every GPU multiexp and quotient fail as a lost device would, to test the CPU fallback.
-#[doc(hidden)]
-pub fn inject_failures(on: bool) {
-    INJECT_FAILURES.store(on, Ordering::Relaxed);
-}
-
-/// Lets the next `calls` GPU multiexps (device calls, of any device) succeed and makes every later
-/// one fail as a lost device would (`None` turns this off), to test a failure in the middle of a
-/// proof's work.
-#[doc(hidden)]
-pub fn inject_failures_after(calls: Option<u64>) {
-    FAIL_AFTER.store(calls.unwrap_or(u64::MAX), Ordering::Relaxed);
-}
-
-/// Makes every GPU multiexp or quotient that would use more than `bytes` of device memory fail
-/// as out of memory (`None` lifts the limit), to test the scheduler's smaller runs and the CPU
-/// fallback.
-#[doc(hidden)]
-pub fn limit_device_memory(bytes: Option<u64>) {
-    MEMORY_LIMIT.store(bytes.unwrap_or(u64::MAX), Ordering::Relaxed);
 }
 
 /// The devices of this process (built at the first call; those whose programs do not build are

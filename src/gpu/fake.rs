@@ -8,7 +8,6 @@ use super::buffer::DeviceMemory;
 use super::error::GpuError;
 use super::multiexp::{finish_grace, piece_ranges, worth_finishing, PieceSums};
 use crate::domain::{to_coset, QuotientInput, QuotientSteps};
-use crate::multicore::Pool;
 use crate::multiexp::{multiexp_serial, CurveAffine, ScalarRepr};
 use blstrs::Scalar;
 use group::Group;
@@ -31,29 +30,6 @@ static QUOTIENT_NS_PER_VALUE: AtomicU64 = AtomicU64::new(0);
 #[doc(hidden)]
 pub fn set_quotient_ns_per_value(ns: u64) {
     QUOTIENT_NS_PER_VALUE.store(ns, Ordering::Relaxed);
-}
-
-/// Extra time per term of a CPU chunk of a multiexp split with devices, in nanoseconds.
-static CPU_CHUNK_NS_PER_TERM: AtomicU64 = AtomicU64::new(0);
-
-/// Makes every CPU chunk of a lowest-priority prover's multiexp split with devices (fake or
-/// real) wait `ns` per term before it computes, as on a machine whose CPU is many times slower
-/// than its GPU; the wait ends early when the chunk is given up. A test hook (0, the default,
-/// turns it off): on a small machine a fake device computes its results on the same cores as
-/// the CPU's chunks, so it is never much faster than they are. Higher provers are left as they
-/// are, so that a high proof's hold stays short beside a low prover's slowed chunks.
-#[doc(hidden)]
-pub fn set_cpu_chunk_ns_per_term(ns: u64) {
-    CPU_CHUNK_NS_PER_TERM.store(ns, Ordering::Relaxed);
-}
-
-/// The extra wait [`set_cpu_chunk_ns_per_term`] asks of a CPU chunk of `terms` terms computed
-/// on `pool` (only the lowest level's, [`Pool::Background`], waits).
-pub(crate) fn cpu_chunk_delay(terms: usize, pool: Pool) -> Duration {
-    if pool != Pool::Background {
-        return Duration::ZERO;
-    }
-    Duration::from_nanos(CPU_CHUNK_NS_PER_TERM.load(Ordering::Relaxed) * terms as u64)
 }
 
 /// The threads that compute the fake devices' results.

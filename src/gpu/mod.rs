@@ -21,6 +21,8 @@ mod proof_backend;
 pub mod scheduler;
 pub mod source;
 mod staging;
+#[doc(hidden)]
+pub mod test_hooks;
 
 pub use device::{Device, Selection};
 pub use error::GpuError;

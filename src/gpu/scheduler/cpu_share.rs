@@ -113,7 +113,7 @@ pub(super) fn cpu_chunk<G: GpuCurve>(
             .name("groth16-cpu-chunk".into())
             .spawn_scoped(inner, move || {
                 let slowed =
-                    Instant::now() + crate::gpu::fake::cpu_chunk_delay(range_ref.len(), pool);
+                    Instant::now() + crate::gpu::test_hooks::cpu_chunk_delay(range_ref.len(), pool);
                 while Instant::now() < slowed {
                     if stop_ref.load(Ordering::Relaxed) {
                         let _ = done.send(None);
