@@ -4,13 +4,14 @@
 //! scheduler's business ([`super::scheduler`]), under the lock protocol ([`super::locks`]).
 
 use super::device::{self, Selection};
+use super::engine::{Engine, OpenClEngine};
 use super::error::GpuError;
-use super::fake::{self, FakeDevice};
+use super::fake;
 use super::fft::FftKernel;
 use super::multiexp::{piece_ranges, GpuCurve, MultiexpKernel, PieceSums};
 use super::test_hooks;
 use crate::domain::QuotientSteps;
-use crate::multiexp::{scalar_reprs, ScalarRepr};
+use crate::multiexp::ScalarRepr;
 use blstrs::Scalar;
 use std::sync::OnceLock;
 
@@ -20,16 +21,6 @@ pub const MIN_GPU_TERMS: usize = 1 << 10;
 pub const MIN_GPU_FFT: usize = 1 << 12;
 
 static DEVICES: OnceLock<Vec<GpuDevice>> = OnceLock::new();
-/// What computes on a device.
-#[derive(Debug)]
-enum Engine {
-    OpenCl {
-        multiexp: Box<MultiexpKernel>,
-        fft: Option<FftKernel>,
-    },
-    Fake(FakeDevice),
-}
-
 /// One device the prover may use.
 #[derive(Debug)]
 pub struct GpuDevice {
@@ -37,13 +28,7 @@ pub struct GpuDevice {
     pub id: String,
     /// A name for logs.
     pub name: String,
-    engine: Engine,
-}
-
-/// The part of a device that runs the quotient.
-enum QuotientEngine<'a> {
-    OpenCl(&'a FftKernel),
-    Fake(&'a FakeDevice),
+    engine: Box<dyn Engine>,
 }
 
 impl GpuDevice {
@@ -63,36 +48,26 @@ impl GpuDevice {
         if let Err(e) = test_hooks::injected().and_then(|()| test_hooks::failing_after()) {
             return refused(e);
         }
-        let piece_terms = match &self.engine {
-            Engine::OpenCl { .. } => G::PIECE_TERMS,
-            Engine::Fake(_) => 1,
-        };
+        let piece_terms = self.engine.piece_terms(G::PIECE_TERMS);
         let chunks_of = pieces_of_chunks(chunk_ends, piece_terms);
         let ends: Vec<usize> = chunks_of.iter().map(|&c| chunk_ends[c - 1]).collect();
         let largest = piece_ranges(&ends).map(|r| r.len()).max().unwrap_or(0);
-        let bytes = match &self.engine {
-            // A piece's work, and the next piece's inputs beside it when there is one.
-            Engine::OpenCl { .. } => {
-                MultiexpKernel::device_bytes::<G>(largest)
-                    + if ends.len() > 1 {
-                        MultiexpKernel::input_bytes::<G>(largest)
-                    } else {
-                        0
-                    }
-            }
-            // The whole run, as before the pieces: the tests of the scheduler's smaller runs
-            // after an allocation failure limit a fake device's memory per call.
-            Engine::Fake(_) => FakeDevice::multiexp_bytes(bases.len()),
-        };
+        // A piece's work, and the next piece's inputs beside it when there is one.
+        let kernel_bytes = MultiexpKernel::device_bytes::<G>(largest)
+            + if ends.len() > 1 {
+                MultiexpKernel::input_bytes::<G>(largest)
+            } else {
+                0
+            };
+        let bytes = self.engine.multiexp_bytes(kernel_bytes, bases.len());
         if let Err(e) = test_hooks::fits(bytes) {
             return refused(e);
         }
-        let pieces = match &self.engine {
-            Engine::OpenCl { multiexp, .. } => {
-                multiexp.multiexp_in_pieces(bases, scalars, &ends, interrupt)
-            }
-            Engine::Fake(f) => f.multiexp_in_pieces(bases, scalars, &ends, interrupt),
-        };
+        let pieces =
+            G::from_any(
+                self.engine
+                    .multiexp(G::any_bases(bases), scalars, &ends, interrupt),
+            );
         PieceSums {
             sum: pieces.sum,
             done: match pieces.done {
@@ -115,10 +90,8 @@ impl GpuDevice {
         c: &[Scalar],
         interrupt: &dyn Fn() -> bool,
     ) -> Result<Vec<ScalarRepr>, GpuError> {
-        match self.quotient_engine(a.len().max(b.len()).max(c.len()))? {
-            QuotientEngine::OpenCl(k) => k.quotient_as(a, b, c, interrupt),
-            QuotientEngine::Fake(f) => f.quotient(a, b, c, interrupt).map(|h| scalar_reprs(&h)),
-        }
+        Self::quotient_allowed(a.len().max(b.len()).max(c.len()))?;
+        self.engine.quotient(a, b, c, interrupt)
     }
 
     /// The prover's quotient on this device from the steps done in `steps`, keeping each step
@@ -128,51 +101,31 @@ impl GpuDevice {
         steps: &mut QuotientSteps,
         interrupt: &dyn Fn() -> bool,
     ) -> Result<Vec<ScalarRepr>, GpuError> {
-        match self.quotient_engine(steps.n)? {
-            QuotientEngine::OpenCl(k) => k.quotient_steps_as(steps, interrupt),
-            QuotientEngine::Fake(f) => f.quotient_steps(steps, interrupt).map(|h| scalar_reprs(&h)),
-        }
+        Self::quotient_allowed(steps.n)?;
+        self.engine.quotient_steps(steps, interrupt)
     }
 
-    /// What runs a quotient of `values` values here, once the injected failures and the memory
-    /// (three vectors of the domain's size, on either engine) allow it.
-    fn quotient_engine(&self, values: usize) -> Result<QuotientEngine<'_>, GpuError> {
+    /// Whether the injected failures and memory limit (three vectors of the domain's size)
+    /// allow a quotient of `values` values ([`test_hooks`]).
+    fn quotient_allowed(values: usize) -> Result<(), GpuError> {
         test_hooks::injected()?;
-        test_hooks::fits(3 * 32 * values.max(1).next_power_of_two() as u64)?;
-        match &self.engine {
-            Engine::OpenCl { fft: Some(k), .. } => Ok(QuotientEngine::OpenCl(k)),
-            Engine::OpenCl { fft: None, .. } => Err(GpuError::NoDevice(format!(
-                ": {} has no FFT program",
-                self.name
-            ))),
-            Engine::Fake(f) => Ok(QuotientEngine::Fake(f)),
-        }
+        test_hooks::fits(3 * 32 * values.max(1).next_power_of_two() as u64)
     }
 
     /// Whether this device can run the quotient (its FFT program built).
     pub(crate) fn has_fft(&self) -> bool {
-        !matches!(self.engine, Engine::OpenCl { fft: None, .. })
+        self.engine.has_fft()
     }
 
     /// Bytes of device memory the kernels hold now.
     pub fn live_device_bytes(&self) -> u64 {
-        match &self.engine {
-            Engine::OpenCl { multiexp, fft } => {
-                multiexp.live_device_bytes() + fft.as_ref().map_or(0, |f| f.live_device_bytes())
-            }
-            Engine::Fake(f) => f.live_device_bytes(),
-        }
+        self.engine.live_device_bytes()
     }
 
     /// The most device memory the kernels held at once since the last call (the FFT's and the
     /// multiexp's at their own peaks: a claim runs one at a time on a device).
     pub fn take_peak_device_bytes(&self) -> u64 {
-        match &self.engine {
-            Engine::OpenCl { multiexp, fft } => multiexp
-                .take_peak_device_bytes()
-                .max(fft.as_ref().map_or(0, |f| f.take_peak_device_bytes())),
-            Engine::Fake(f) => f.take_peak_device_bytes(),
-        }
+        self.engine.take_peak_device_bytes()
     }
 }
 
@@ -193,7 +146,7 @@ pub fn devices() -> &'static [GpuDevice] {
                 .map(|f| GpuDevice {
                     id: f.id.clone(),
                     name: f.id.clone(),
-                    engine: Engine::Fake(f),
+                    engine: Box::new(f),
                 })
                 .collect();
         }
@@ -237,10 +190,11 @@ pub fn devices() -> &'static [GpuDevice] {
                         devices.push(GpuDevice {
                             id: dev.id.clone(),
                             name: dev.name.clone(),
-                            engine: Engine::OpenCl {
-                                multiexp: Box::new(multiexp),
+                            engine: Box::new(OpenClEngine {
+                                name: dev.name.clone(),
+                                multiexp,
                                 fft,
-                            },
+                            }),
                         });
                     }
                     Err(e) => log::warn!("gpu: {} unusable ({e})", dev.name),

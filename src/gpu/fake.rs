@@ -5,10 +5,11 @@
 //! processes alike, so the preemption tests are fast, deterministic and need no OpenCL device.
 
 use super::buffer::DeviceMemory;
+use super::engine::Engine;
 use super::error::GpuError;
-use super::multiexp::{finish_grace, piece_ranges, worth_finishing, PieceSums};
+use super::multiexp::{finish_grace, piece_ranges, worth_finishing, AnyBases, AnySums, PieceSums};
 use crate::domain::{to_coset, QuotientInput, QuotientSteps};
-use crate::multiexp::{multiexp_serial, CurveAffine, ScalarRepr};
+use crate::multiexp::{multiexp_serial, scalar_reprs, CurveAffine, ScalarRepr};
 use blstrs::Scalar;
 use group::Group;
 use rayon::prelude::*;
@@ -308,6 +309,63 @@ fn computed_interruptibly<T: Send + 'static>(
                 return Err(GpuError::Ocl("a fake device's thread panicked".into()))
             }
         }
+    }
+}
+
+/// A fake device behind the trait the scheduler sees devices through.
+impl Engine for FakeDevice {
+    /// Each chunk is a piece.
+    fn piece_terms(&self, _group_piece_terms: usize) -> usize {
+        1
+    }
+
+    /// The whole run, as the tests of the scheduler's smaller runs after an allocation failure
+    /// expect: they limit a fake device's memory per call.
+    fn multiexp_bytes(&self, _kernel_bytes: u64, run_terms: usize) -> u64 {
+        FakeDevice::multiexp_bytes(run_terms)
+    }
+
+    fn multiexp(
+        &self,
+        bases: AnyBases<'_>,
+        scalars: &[ScalarRepr],
+        ends: &[usize],
+        interrupt: &dyn Fn() -> bool,
+    ) -> AnySums {
+        match bases {
+            AnyBases::G1(b) => AnySums::G1(self.multiexp_in_pieces(b, scalars, ends, interrupt)),
+            AnyBases::G2(b) => AnySums::G2(self.multiexp_in_pieces(b, scalars, ends, interrupt)),
+        }
+    }
+
+    fn quotient(
+        &self,
+        a: &[Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<Vec<ScalarRepr>, GpuError> {
+        FakeDevice::quotient(self, a, b, c, interrupt).map(|h| scalar_reprs(&h))
+    }
+
+    fn quotient_steps(
+        &self,
+        steps: &mut QuotientSteps,
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<Vec<ScalarRepr>, GpuError> {
+        FakeDevice::quotient_steps(self, steps, interrupt).map(|h| scalar_reprs(&h))
+    }
+
+    fn has_fft(&self) -> bool {
+        true
+    }
+
+    fn live_device_bytes(&self) -> u64 {
+        FakeDevice::live_device_bytes(self)
+    }
+
+    fn take_peak_device_bytes(&self) -> u64 {
+        FakeDevice::take_peak_device_bytes(self)
     }
 }
 

@@ -10,6 +10,7 @@
 pub mod backend;
 mod buffer;
 pub mod device;
+mod engine;
 mod error;
 pub mod fake;
 mod fft;

@@ -2,6 +2,7 @@
 //! Montgomery limbs, and the few result points come back as Jacobian limbs, each checked to be on
 //! the curve.
 
+use super::pieces::PieceSums;
 use crate::gpu::buffer::write_limbs;
 use crate::gpu::error::GpuError;
 use crate::multiexp::CurveAffine;
@@ -10,6 +11,25 @@ use group::Group;
 
 /// Limbs of an `Fq` element.
 pub(super) const FQ_LIMBS: usize = 12;
+
+/// A multiexp's bases of either group, for what cannot take a generic call (a device's engine,
+/// a trait object).
+#[derive(Clone, Copy, Debug)]
+pub enum AnyBases<'a> {
+    /// Points of G1.
+    G1(&'a [G1Affine]),
+    /// Points of G2.
+    G2(&'a [G2Affine]),
+}
+
+/// The sums of a multiexp call of either group ([`AnyBases`]).
+#[derive(Debug)]
+pub enum AnySums {
+    /// Sums in G1.
+    G1(PieceSums<G1Projective>),
+    /// Sums in G2.
+    G2(PieceSums<G2Projective>),
+}
 
 /// A group the multiexp kernels handle: how its affine points cross to and from the device.
 pub trait GpuCurve: CurveAffine {
@@ -40,6 +60,11 @@ pub trait GpuCurve: CurveAffine {
     /// blst's form and the device's), zeros for the identity, straight into `out` (the staging
     /// memory: no intermediate vector, as this runs for every base of every call).
     fn write_coords(&self, out: &mut [u32]);
+    /// `bases` as [`AnyBases`].
+    fn any_bases(bases: &[Self]) -> AnyBases<'_>;
+    /// The sums of this group in `sums` (an engine that answers in the other group is faulty:
+    /// its call counts as failed).
+    fn from_any(sums: AnySums) -> PieceSums<Self::Curve>;
     /// The projective point from the device's Jacobian `x`, `y` and `z` in Montgomery form (R =
     /// 2^384, blst's own), each below P (the caller checks); `z = 0` is the identity. A point
     /// off the curve (a faulty device) is an error.
@@ -61,12 +86,28 @@ fn checked<P: Group>(point: P, on_curve: bool) -> Result<P, GpuError> {
     }
 }
 
+fn wrong_group() -> GpuError {
+    GpuError::WrongResult("sums of the other group".into())
+}
+
 fn not_on_curve() -> GpuError {
     GpuError::WrongResult("a point that is not on the curve".into())
 }
 
 impl GpuCurve for G1Affine {
     const NAME: &'static str = "G1";
+
+    fn any_bases(bases: &[Self]) -> AnyBases<'_> {
+        AnyBases::G1(bases)
+    }
+
+    fn from_any(sums: AnySums) -> PieceSums<G1Projective> {
+        match sums {
+            AnySums::G1(sums) => sums,
+            AnySums::G2(_) => PieceSums::refused(wrong_group()),
+        }
+    }
+
     const COORD_LIMBS: usize = FQ_LIMBS;
     const LAUNCH_ENTRIES: usize = 1 << 24;
     const LAUNCH_SEGMENTS: usize = 1 << 17;
@@ -92,6 +133,18 @@ impl GpuCurve for G1Affine {
 
 impl GpuCurve for G2Affine {
     const NAME: &'static str = "G2";
+
+    fn any_bases(bases: &[Self]) -> AnyBases<'_> {
+        AnyBases::G2(bases)
+    }
+
+    fn from_any(sums: AnySums) -> PieceSums<G2Projective> {
+        match sums {
+            AnySums::G2(sums) => sums,
+            AnySums::G1(_) => PieceSums::refused(wrong_group()),
+        }
+    }
+
     const COORD_LIMBS: usize = 2 * FQ_LIMBS;
     const LAUNCH_ENTRIES: usize = 1 << 22;
     const LAUNCH_SEGMENTS: usize = 1 << 16;

@@ -37,7 +37,7 @@ mod plan;
 mod sort;
 mod split;
 mod sums;
-pub use curve::GpuCurve;
+pub use curve::{AnyBases, AnySums, GpuCurve};
 use finish::Pace;
 pub use finish::FINISH_GRACE_ENV;
 pub(crate) use finish::{finish_grace, worth_finishing};
