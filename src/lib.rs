@@ -52,6 +52,7 @@
 mod backend;
 mod batch_affine;
 pub mod compat;
+pub mod config;
 mod curve;
 pub mod domain;
 mod fixed_base;

@@ -22,8 +22,10 @@
 
 use std::sync::OnceLock;
 
-/// Environment variable that sets the number of worker threads.
-pub const THREADS_ENV: &str = "PREEMPTIBLE_GROTH16_THREADS";
+use crate::config::Config;
+#[cfg(feature = "gpu")]
+pub use crate::config::FILL_THREADS_ENV;
+pub use crate::config::THREADS_ENV;
 
 static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
 #[cfg(feature = "gpu")]
@@ -36,11 +38,6 @@ static BACKGROUND: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
 #[cfg(feature = "gpu")]
 const BACKGROUND_NICE: i32 = 10;
 
-/// Environment variable that sets how many threads fill the pinned staging memory of a transfer to
-/// a device, taken as given (default: half the worker threads, 2 to 8).
-#[cfg(feature = "gpu")]
-pub const FILL_THREADS_ENV: &str = "PREEMPTIBLE_GROTH16_FILL_THREADS";
-
 /// Host threads that fill one slot of a device's pinned staging memory (`gpu::buffer`):
 /// [`FILL_THREADS_ENV`], else half the crate's threads ([`THREADS_ENV`]), 2 to 8. Four filled
 /// G1 bases at about 14 GB/s on the H200 host, a quarter of a 2^24-term multiexp's time (sixth
@@ -49,7 +46,9 @@ pub const FILL_THREADS_ENV: &str = "PREEMPTIBLE_GROTH16_FILL_THREADS";
 pub(crate) fn fill_threads() -> usize {
     static FILL: OnceLock<usize> = OnceLock::new();
     *FILL.get_or_init(|| {
-        positive_env(FILL_THREADS_ENV).unwrap_or_else(|| (threads() / 2).clamp(2, 8))
+        Config::from_env()
+            .fill_threads
+            .unwrap_or_else(|| (threads() / 2).clamp(2, 8))
     })
 }
 
@@ -59,24 +58,11 @@ fn pool() -> Option<&'static rayon::ThreadPool> {
 
 /// The thread count asked for by [`THREADS_ENV`], else the number of logical CPUs.
 fn threads() -> usize {
-    positive_env(THREADS_ENV).unwrap_or_else(|| {
+    Config::from_env().threads.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
     })
-}
-
-/// The positive integer in the environment variable `name`; anything else is warned about and
-/// ignored.
-fn positive_env(name: &str) -> Option<usize> {
-    let v = std::env::var(name).ok()?;
-    match v.trim().parse::<usize>() {
-        Ok(n) if n > 0 => Some(n),
-        _ => {
-            log::warn!("ignoring {name}={v:?}: expected a positive integer");
-            None
-        }
-    }
 }
 
 fn build(name: &'static str, threads: usize) -> Option<rayon::ThreadPool> {

@@ -10,6 +10,7 @@ use super::fake;
 use super::fft::FftKernel;
 use super::multiexp::{piece_ranges, GpuCurve, MultiexpKernel, PieceSums};
 use super::test_hooks;
+use crate::config::Config;
 use crate::domain::QuotientSteps;
 use crate::multiexp::ScalarRepr;
 use blstrs::Scalar;
@@ -134,7 +135,8 @@ impl GpuDevice {
 /// proof does not pay for device discovery, program loading and context creation.
 pub fn devices() -> &'static [GpuDevice] {
     DEVICES.get_or_init(|| {
-        let fakes = fake::from_env();
+        let config = Config::from_env();
+        let fakes = fake::from_config(&config);
         if !fakes.is_empty() {
             log::info!(
                 "gpu: {} fake devices ({})",
@@ -150,7 +152,7 @@ pub fn devices() -> &'static [GpuDevice] {
                 })
                 .collect();
         }
-        let found = match device::list(&Selection::from_env()) {
+        let found = match device::list(&Selection::from_config(&config)) {
             Ok(d) => d,
             Err(e) => {
                 log::info!("gpu: no device ({e}); proving on the CPU");

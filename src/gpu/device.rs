@@ -13,10 +13,8 @@ use super::error::GpuError;
 use ocl::core::{DeviceInfo, DeviceInfoResult, DeviceType, PlatformInfo};
 use std::sync::Mutex;
 
-/// Environment variable restricting the devices used: ids or name fragments, comma-separated.
-pub const DEVICES_ENV: &str = "PREEMPTIBLE_GROTH16_GPUS";
-/// Environment variable that, set to `1`, admits OpenCL CPU devices (such as PoCL).
-pub const CPU_ENV: &str = "PREEMPTIBLE_GROTH16_OPENCL_CPU";
+pub use crate::config::CPU_ENV;
+pub use crate::config::DEVICES_ENV;
 
 /// `cl_khr_pci_bus_info`: `CL_DEVICE_PCI_BUS_INFO_KHR`, four `cl_uint`: domain, bus, device,
 /// function.
@@ -37,16 +35,15 @@ pub struct Selection {
 impl Selection {
     /// The selection the environment asks for ([`DEVICES_ENV`], [`CPU_ENV`]).
     pub fn from_env() -> Self {
-        let only = std::env::var(DEVICES_ENV)
-            .map(|v| {
-                v.split(',')
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| !s.is_empty())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let include_cpu = std::env::var(CPU_ENV).is_ok_and(|v| v.trim() == "1");
-        Selection { include_cpu, only }
+        Selection::from_config(&crate::config::Config::from_env())
+    }
+
+    /// The selection `config` asks for.
+    pub(crate) fn from_config(config: &crate::config::Config) -> Self {
+        Selection {
+            include_cpu: config.opencl_cpu,
+            only: config.devices.clone(),
+        }
     }
 
     fn admits(&self, id: &str, name: &str) -> bool {

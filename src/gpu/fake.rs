@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// Environment variable that replaces the OpenCL devices with fake ones.
-pub const FAKE_GPUS_ENV: &str = "PREEMPTIBLE_GROTH16_FAKE_GPUS";
+use crate::config::Config;
+pub use crate::config::FAKE_GPUS_ENV;
 
 /// Default speed: 2 microseconds per multiexp term (a chunk of 2^14 terms takes about 33 ms).
 const DEFAULT_NS_PER_TERM: u64 = 2_000;
@@ -63,24 +63,20 @@ pub struct FakeDevice {
 
 /// The fake devices `PREEMPTIBLE_GROTH16_FAKE_GPUS` asks for (none if it is unset or malformed).
 pub fn from_env() -> Vec<FakeDevice> {
-    let Ok(spec) = std::env::var(FAKE_GPUS_ENV) else {
+    from_config(&Config::from_env())
+}
+
+/// The fake devices `config` asks for ([`FAKE_GPUS_ENV`]).
+pub(crate) fn from_config(config: &Config) -> Vec<FakeDevice> {
+    let Some((count, ns_per_term)) = config.fake_gpus else {
         return Vec::new();
     };
-    let mut parts = spec.split(':');
-    let count: usize = parts
-        .next()
-        .and_then(|c| c.trim().parse().ok())
-        .unwrap_or(0);
-    let ns_per_term = parts
-        .next()
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(DEFAULT_NS_PER_TERM);
     (0..count)
         .map(|i| FakeDevice {
             id: format!("fake-{i}"),
-            ns_per_term,
+            ns_per_term: ns_per_term.unwrap_or(DEFAULT_NS_PER_TERM),
             memory: DeviceMemory::default(),
-            grace: finish_grace(),
+            grace: finish_grace(config),
         })
         .collect()
 }

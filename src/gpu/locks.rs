@@ -74,8 +74,7 @@ pub(crate) use file::{warn_if_unsafe_dir, warn_once};
 
 pub use status::{holder_text, status, DeviceStatus, Holder, Waiting};
 
-/// Environment variable naming the lock directory (default: `std::env::temp_dir()`).
-pub const LOCK_DIR_ENV: &str = "PREEMPTIBLE_GROTH16_LOCK_DIR";
+pub use crate::config::LOCK_DIR_ENV;
 
 /// A lock file that could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -89,9 +88,7 @@ pub struct LockError {
 
 /// The lock directory: `PREEMPTIBLE_GROTH16_LOCK_DIR`, else the temp directory.
 pub fn lock_dir() -> PathBuf {
-    std::env::var_os(LOCK_DIR_ENV)
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir)
+    crate::config::Config::from_env().lock_dir
 }
 
 /// A device id made safe as part of a file name.

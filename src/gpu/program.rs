@@ -26,9 +26,7 @@ use std::time::Instant;
 /// Stack of the thread that runs the OpenCL compiler.
 const BUILD_STACK: usize = 256 << 20;
 
-/// Environment variable that replaces the per-device compiler options of [`device_options`]
-/// (for measuring variants; the value is passed to the OpenCL compiler as it is).
-pub const OPTIONS_ENV: &str = "PREEMPTIBLE_GROTH16_CL_OPTIONS";
+pub use crate::config::OPTIONS_ENV;
 
 /// The compiler options a device's programs are built with: on NVIDIA the inline-PTX
 /// multiplication, kept out of line (with the Fq2 functions), the point formulas inlined. On an
@@ -38,7 +36,7 @@ pub const OPTIONS_ENV: &str = "PREEMPTIBLE_GROTH16_CL_OPTIONS";
 /// against 0.110 s) for a longer first build (18 s against 8 s for both groups, then cached;
 /// docs/BENCHMARKS.md has the variants). Other devices get the portable sources as they are.
 pub fn device_options(device: &Device) -> String {
-    if let Ok(options) = std::env::var(OPTIONS_ENV) {
+    if let Some(options) = crate::config::Config::from_env().cl_options {
         return options;
     }
     if device.is_nvidia() {

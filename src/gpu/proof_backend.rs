@@ -4,6 +4,7 @@
 
 use super::scheduler::{cpu_pool, GpuClaim, QuotientOnGpu};
 use crate::backend::{ProofBackend, Quotient};
+use crate::config::Config;
 use crate::domain::QuotientSteps;
 use crate::free::free_in_background;
 use crate::multicore::Pool;
@@ -52,7 +53,10 @@ impl GpuBackend {
         if !options.use_gpu {
             return None;
         }
-        let claim = GpuClaim::new(options.priority, options.devices.as_deref())?;
+        // Read for each proof, so that a service can change the lock directory or
+        // `BELLMAN_NO_GPU` between proofs.
+        let config = Config::from_env();
+        let claim = GpuClaim::new(options.priority, options.devices.as_deref(), &config)?;
         Some(GpuBackend {
             claim,
             priority: options.priority,

@@ -43,7 +43,19 @@ pub fn dir() -> PathBuf {
 
 /// Whether `BELLMAN_NO_GPU` turns GPU use off (bellperson's rule: set to anything but `0`).
 pub fn gpu_disabled() -> bool {
-    std::env::var("BELLMAN_NO_GPU").is_ok_and(|v| v != "0")
+    crate::config::Config::from_env().bellman_no_gpu
+}
+
+/// Warns, once, when `config` says bellperson's per-device locks are in use: they are not read
+/// here, only `bellman.gpu.lock`.
+pub(crate) fn warn_if_per_device_locks(config: &crate::config::Config) {
+    if config.bellperson_gpus_per_lock {
+        warn_once(
+            "BELLPERSON_GPUS_PER_LOCK",
+            "gpu: BELLPERSON_GPUS_PER_LOCK is set: bellperson's per-device locks are not read, \
+             only bellman.gpu.lock",
+        );
+    }
 }
 
 /// Our share of bellperson's GPU lock, held beside a [`super::GpuLock`].
@@ -57,13 +69,6 @@ pub(super) struct SharedGpuLock {
 /// A file that cannot be used (planted by someone) is warned about once and not shared: the
 /// protocol between our own provers does not depend on it.
 pub(super) fn share_gpu_lock(dir: &Path) -> Result<Option<SharedGpuLock>, LockError> {
-    if std::env::var_os("BELLPERSON_GPUS_PER_LOCK").is_some() {
-        warn_once(
-            "BELLPERSON_GPUS_PER_LOCK",
-            "gpu: BELLPERSON_GPUS_PER_LOCK is set: bellperson's per-device locks are not read, \
-             only bellman.gpu.lock",
-        );
-    }
     let path = gpu_lock_path(dir);
     let file = match open(&path) {
         Ok(f) => f,

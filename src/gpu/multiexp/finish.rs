@@ -15,6 +15,7 @@
 //! probe. While a piece is being finished the holder does not probe, so the longest gap
 //! between probes a release logs includes it.
 
+use crate::config::Config;
 use std::time::{Duration, Instant};
 
 /// The most time left in a piece for a request to let it finish (by the estimate, which counts
@@ -22,22 +23,12 @@ use std::time::{Duration, Instant};
 /// inside its 50 ms goal. A piece not done by the estimate and this much again is stopped.
 pub(super) const FINISH_GRACE: Duration = Duration::from_millis(10);
 
-/// Replaces the default grace (10 ms), in milliseconds (0: a request always stops the piece at once), for
-/// experiments; read when a device's kernels are made.
-pub const FINISH_GRACE_ENV: &str = "PREEMPTIBLE_GROTH16_FINISH_GRACE_MS";
+pub use crate::config::FINISH_GRACE_ENV;
 
-/// The grace [`FINISH_GRACE_ENV`] asks for, else the default (logged when malformed).
-pub(crate) fn finish_grace() -> Duration {
-    match std::env::var(FINISH_GRACE_ENV) {
-        Err(_) => FINISH_GRACE,
-        Ok(ms) => match ms.trim().parse::<u64>() {
-            Ok(ms) => Duration::from_millis(ms),
-            Err(_) => {
-                log::warn!("{FINISH_GRACE_ENV}={ms:?} is not a number of milliseconds; ignored");
-                FINISH_GRACE
-            }
-        },
-    }
+/// The grace [`FINISH_GRACE_ENV`] asks for, else the default; read when a device's kernels are
+/// made.
+pub(crate) fn finish_grace(config: &Config) -> Duration {
+    config.finish_grace.unwrap_or(FINISH_GRACE)
 }
 
 /// Whether a piece with `left` still to run, after `done` of device work that stopping would

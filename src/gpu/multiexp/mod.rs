@@ -19,6 +19,7 @@ use super::device::Device;
 use super::error::GpuError;
 use super::program::{build, BuiltProgram};
 use super::source;
+use crate::config::Config;
 use crate::multiexp::ScalarRepr;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
@@ -89,7 +90,7 @@ impl MultiexpKernel {
             segment_launches: AtomicUsize::new(0),
             pieces_summed: AtomicUsize::new(0),
             pieces_finished_on_request: AtomicUsize::new(0),
-            finish_grace_us: AtomicU64::new(finish_grace().as_micros() as u64),
+            finish_grace_us: AtomicU64::new(finish_grace(&Config::from_env()).as_micros() as u64),
             paces: Mutex::new(HashMap::new()),
             memory: DeviceMemory::default(),
         };

@@ -19,8 +19,8 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// Environment variable naming the program cache directory.
-pub const CACHE_DIR_ENV: &str = "PREEMPTIBLE_GROTH16_CACHE_DIR";
+use crate::config::Config;
+pub use crate::config::CACHE_DIR_ENV;
 
 /// The largest program binary read from (or written to) the cache. The largest of this crate's
 /// programs on PoCL is 0.5 MB (the G2 multiexp); the bound leaves drivers with bulkier formats a
@@ -137,20 +137,7 @@ pub(super) fn usable_dir() -> Option<PathBuf> {
 }
 
 fn configured_dir() -> Result<PathBuf, CacheError> {
-    let set = |name| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(dir) = set(CACHE_DIR_ENV) {
-        return Ok(dir);
-    }
-    // The XDG spec says to ignore a relative XDG_CACHE_HOME.
-    set("XDG_CACHE_HOME")
-        .filter(|base| base.is_absolute())
-        .or_else(|| set("HOME").map(|home| home.join(".cache")))
-        .map(|base| base.join("preemptible-groth16"))
-        .ok_or(CacheError::NoDirectory)
+    Config::from_env().cache_dir.ok_or(CacheError::NoDirectory)
 }
 
 fn io_at(path: &Path) -> impl FnOnce(io::Error) -> CacheError + '_ {

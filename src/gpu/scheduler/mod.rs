@@ -16,6 +16,7 @@
 use super::backend::{self, GpuDevice};
 use super::locks;
 use super::multiexp::GpuCurve;
+use crate::config::Config;
 use crate::domain::QuotientSteps;
 use crate::multiexp::ScalarRepr;
 use crate::options::ProofReport;
@@ -56,7 +57,11 @@ pub struct GpuClaim {
 impl GpuClaim {
     /// A claim on this process's devices (those in `only`, if given); `None` when there are no
     /// devices or the lock directory cannot be used (warned: the proof runs on the CPU).
-    pub(crate) fn new(priority: Priority, only: Option<&[String]>) -> Option<GpuClaim> {
+    pub(crate) fn new(
+        priority: Priority,
+        only: Option<&[String]>,
+        config: &Config,
+    ) -> Option<GpuClaim> {
         let devices: Vec<&'static GpuDevice> = backend::devices()
             .iter()
             .filter(|d| only.map_or(true, |ids| ids.contains(&d.id)))
@@ -64,11 +69,12 @@ impl GpuClaim {
         if devices.is_empty() {
             return None;
         }
-        if locks::bellperson::gpu_disabled() {
+        if config.bellman_no_gpu {
             log::info!("gpu: BELLMAN_NO_GPU is set; proving on the CPU");
             return None;
         }
-        let dir = locks::lock_dir();
+        locks::bellperson::warn_if_per_device_locks(config);
+        let dir = config.lock_dir.clone();
         locks::warn_if_unsafe_dir(&dir);
         if let Err(e) = std::fs::create_dir_all(&dir) {
             log::warn!(

@@ -1,0 +1,142 @@
+//! Every setting this crate takes from the environment, read in one place ([`Config::from_env`])
+//! into one struct; README's "Configuration" table documents each. A setting is read when the
+//! work it shapes begins: the thread pools at their first use, the devices and their programs
+//! at the first proof that wants a GPU, the lock directory and `BELLMAN_NO_GPU` at each proof's
+//! claim (so that a service can change them between proofs). The code that uses a setting gets
+//! it from the `Config` its caller read.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Worker threads (default: all logical CPUs).
+pub const THREADS_ENV: &str = "PREEMPTIBLE_GROTH16_THREADS";
+/// Threads that fill the pinned staging memory of a transfer to a device (`gpu` feature).
+pub const FILL_THREADS_ENV: &str = "PREEMPTIBLE_GROTH16_FILL_THREADS";
+/// OpenCL devices to use: ids or name fragments, comma-separated (`gpu` feature).
+pub const DEVICES_ENV: &str = "PREEMPTIBLE_GROTH16_GPUS";
+/// `1` admits OpenCL CPU devices such as PoCL (`gpu` feature).
+pub const CPU_ENV: &str = "PREEMPTIBLE_GROTH16_OPENCL_CPU";
+/// Where compiled programs are cached (`gpu` feature).
+pub const CACHE_DIR_ENV: &str = "PREEMPTIBLE_GROTH16_CACHE_DIR";
+/// Replaces the OpenCL compiler options chosen per device (`gpu` feature; for experiments).
+pub const OPTIONS_ENV: &str = "PREEMPTIBLE_GROTH16_CL_OPTIONS";
+/// Replaces the default grace (10 ms), in milliseconds, for which a request lets a nearly
+/// finished multiexp piece finish (0: never; `gpu` feature, for experiments).
+pub const FINISH_GRACE_ENV: &str = "PREEMPTIBLE_GROTH16_FINISH_GRACE_MS";
+/// The directory of the lock files (`gpu` feature; default: the temp directory).
+pub const LOCK_DIR_ENV: &str = "PREEMPTIBLE_GROTH16_LOCK_DIR";
+/// `N` or `N:ns-per-term`: N fake devices instead of the OpenCL ones (`gpu` feature; tests and
+/// demos).
+pub const FAKE_GPUS_ENV: &str = "PREEMPTIBLE_GROTH16_FAKE_GPUS";
+/// bellperson's switch, honoured too: set to anything but `0`, proofs run on the CPU.
+pub const BELLMAN_NO_GPU_ENV: &str = "BELLMAN_NO_GPU";
+/// bellperson's per-device locks; not read here (a warning says so when it is set).
+pub const BELLPERSON_GPUS_PER_LOCK_ENV: &str = "BELLPERSON_GPUS_PER_LOCK";
+
+/// The settings from the environment. A malformed value is warned about (once per variable)
+/// and left out, so the default applies.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Config {
+    /// [`THREADS_ENV`].
+    pub threads: Option<usize>,
+    /// [`FILL_THREADS_ENV`].
+    pub fill_threads: Option<usize>,
+    /// [`DEVICES_ENV`] (empty: every device).
+    pub devices: Vec<String>,
+    /// [`CPU_ENV`].
+    pub opencl_cpu: bool,
+    /// [`CACHE_DIR_ENV`], else `$XDG_CACHE_HOME` (absolute only) or `$HOME/.cache`, each with
+    /// `preemptible-groth16` below it; `None` when none is set.
+    pub cache_dir: Option<PathBuf>,
+    /// [`OPTIONS_ENV`].
+    pub cl_options: Option<String>,
+    /// [`FINISH_GRACE_ENV`].
+    pub finish_grace: Option<Duration>,
+    /// [`LOCK_DIR_ENV`], else the temp directory.
+    pub lock_dir: PathBuf,
+    /// [`FAKE_GPUS_ENV`]: how many fake devices, and their nanoseconds per multiexp term if
+    /// given.
+    pub fake_gpus: Option<(usize, Option<u64>)>,
+    /// [`BELLMAN_NO_GPU_ENV`].
+    pub bellman_no_gpu: bool,
+    /// [`BELLPERSON_GPUS_PER_LOCK_ENV`] is set.
+    pub bellperson_gpus_per_lock: bool,
+}
+
+impl Config {
+    /// Reads every setting now.
+    pub fn from_env() -> Config {
+        let text = |name: &str| std::env::var(name).ok();
+        let path = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        // The XDG spec says to ignore a relative XDG_CACHE_HOME.
+        let cache_dir = path(CACHE_DIR_ENV).or_else(|| {
+            path("XDG_CACHE_HOME")
+                .filter(|base| base.is_absolute())
+                .or_else(|| path("HOME").map(|home| home.join(".cache")))
+                .map(|base| base.join("preemptible-groth16"))
+        });
+        Config {
+            threads: positive(THREADS_ENV),
+            fill_threads: positive(FILL_THREADS_ENV),
+            devices: text(DEVICES_ENV)
+                .map(|v| {
+                    v.split(',')
+                        .map(|s| s.trim().to_string())
+                        .filter(|s| !s.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            opencl_cpu: text(CPU_ENV).is_some_and(|v| v.trim() == "1"),
+            cache_dir,
+            cl_options: text(OPTIONS_ENV),
+            finish_grace: text(FINISH_GRACE_ENV).and_then(|ms| match ms.trim().parse::<u64>() {
+                Ok(ms) => Some(Duration::from_millis(ms)),
+                Err(_) => {
+                    malformed(FINISH_GRACE_ENV, &ms, "a number of milliseconds");
+                    None
+                }
+            }),
+            lock_dir: std::env::var_os(LOCK_DIR_ENV)
+                .map(PathBuf::from)
+                .unwrap_or_else(std::env::temp_dir),
+            fake_gpus: text(FAKE_GPUS_ENV).map(|spec| {
+                let mut parts = spec.split(':');
+                let count = parts
+                    .next()
+                    .and_then(|c| c.trim().parse().ok())
+                    .unwrap_or(0);
+                let ns = parts.next().and_then(|n| n.trim().parse().ok());
+                (count, ns)
+            }),
+            bellman_no_gpu: text(BELLMAN_NO_GPU_ENV).is_some_and(|v| v != "0"),
+            bellperson_gpus_per_lock: std::env::var_os(BELLPERSON_GPUS_PER_LOCK_ENV).is_some(),
+        }
+    }
+}
+
+/// The positive integer in `name`; anything else is warned about and left out.
+fn positive(name: &'static str) -> Option<usize> {
+    let v = std::env::var(name).ok()?;
+    match v.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Some(n),
+        _ => {
+            malformed(name, &v, "a positive integer");
+            None
+        }
+    }
+}
+
+/// Warns, once per variable, that its value `v` is not `expected`.
+fn malformed(name: &'static str, v: &str, expected: &str) {
+    static WARNED: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    if warned.get_or_insert_with(HashSet::new).insert(name) {
+        log::warn!("ignoring {name}={v:?}: expected {expected}");
+    }
+}
