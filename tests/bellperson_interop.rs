@@ -5,35 +5,9 @@ mod circuits;
 use bellperson::groth16 as bp;
 use blstrs::{Bls12, Scalar};
 use circuits::Squares;
-use ff::PrimeField;
 use preemptible_groth16::groth16 as ours;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-
-/// The same chain of squares, written against bellperson's circuit trait (bellpepper-core 0.2,
-/// a different crate version than ours, so the trait must be implemented again).
-#[derive(Clone, Copy)]
-struct PeerSquares(Squares);
-
-impl<S: PrimeField> bellperson::Circuit<S> for PeerSquares {
-    fn synthesize<CS: bellperson::ConstraintSystem<S>>(
-        self,
-        cs: &mut CS,
-    ) -> Result<(), bellperson::SynthesisError> {
-        let mut v = S::from(3u64);
-        let mut x = cs.alloc(|| "x0", || Ok(v))?;
-        for _ in 0..self.0.n {
-            let v2 = v.square();
-            let x2 = cs.alloc(|| "", || Ok(v2))?;
-            cs.enforce(|| "", |lc| lc + x, |lc| lc + x, |lc| lc + x2);
-            x = x2;
-            v = v2;
-        }
-        let out = cs.alloc_input(|| "out", || Ok(v))?;
-        cs.enforce(|| "out", |lc| lc + x, |lc| lc + CS::one(), |lc| lc + out);
-        Ok(())
-    }
-}
 
 const CIRCUIT: Squares = Squares { n: 200 };
 
@@ -54,7 +28,7 @@ fn our_parameters_and_proofs_work_in_bellperson() {
     let bp_params = bp::Parameters::<Bls12>::read(&param_bytes[..], true).unwrap();
     assert_eq!(bytes(|w| bp_params.write(w)), param_bytes);
     let bp_pvk = bp::prepare_verifying_key(&bp_params.vk);
-    let bp_proof = bp::create_random_proof(PeerSquares(CIRCUIT), &bp_params, rng).unwrap();
+    let bp_proof = bp::create_random_proof(circuits::SquaresV02(CIRCUIT), &bp_params, rng).unwrap();
     assert!(bp::verify_proof(&bp_pvk, &bp_proof, &[input]).unwrap());
     let bp_proof_bytes = bytes(|w| bp_proof.write(w));
     let read = ours::Proof::read(&bp_proof_bytes[..]).unwrap();
@@ -74,7 +48,7 @@ fn bellperson_parameters_and_proofs_work_here() {
     let rng = &mut ChaCha20Rng::seed_from_u64(22);
     let input = CIRCUIT.output::<Scalar>();
     let bp_params =
-        bp::generate_random_parameters::<Bls12, _, _>(PeerSquares(CIRCUIT), rng).unwrap();
+        bp::generate_random_parameters::<Bls12, _, _>(circuits::SquaresV02(CIRCUIT), rng).unwrap();
     let param_bytes = bytes(|w| bp_params.write(w));
 
     let params = ours::Parameters::read(&param_bytes[..], true).unwrap();
@@ -92,7 +66,7 @@ fn bellperson_parameters_and_proofs_work_here() {
     assert!(bp::verify_proof(&bp_pvk, &theirs, &[input]).unwrap());
 
     // bellperson's own proof verifies here.
-    let bp_proof = bp::create_random_proof(PeerSquares(CIRCUIT), &bp_params, rng).unwrap();
+    let bp_proof = bp::create_random_proof(circuits::SquaresV02(CIRCUIT), &bp_params, rng).unwrap();
     let read = ours::Proof::read(&bytes(|w| bp_proof.write(w))[..]).unwrap();
     assert!(ours::verify_proof(&pvk, &read, &[input]).unwrap());
 }

@@ -15,8 +15,8 @@ use rayon::prelude::*;
 /// canonical integers a multiexp reads ([`ScalarRepr`]). The second costs nothing on the device
 /// (its last scaling also divides by the Montgomery radix `R`, so that the device's form of each
 /// value, `h R^-1 * R`, is `h` itself) and saves the prover a pass over the coefficients on the
-/// host: 110 ms at 2^25 values between the quotient and the H multiexp, the device idle (H200,
-/// fifteenth session), and a second vector of their size.
+/// host: 110 ms at 2^25 values between the quotient and the H multiexp, the device idle (H200),
+/// and a second vector of their size.
 pub trait QuotientValue: Copy + Send + 'static {
     /// The factor folded into the last scaling on the device.
     fn device_scale() -> Scalar;
