@@ -72,16 +72,22 @@ fn eval(
     inputs: &[Scalar],
     aux: &[Scalar],
 ) -> Scalar {
-    sum_terms(lc.input_terms(), inputs, input_density) + sum_terms(lc.aux_terms(), aux, aux_density)
+    let mut acc = Scalar::ZERO;
+    add_terms(&mut acc, lc.input_terms(), inputs, input_density);
+    add_terms(&mut acc, lc.aux_terms(), aux, aux_density);
+    acc
 }
 
-/// `sum coeff * values[i]` over `terms`, marking each `i` in `density`.
-fn sum_terms<'a>(
+/// Adds `coeff * values[i]` over `terms` to `acc`, marking each `i` in `density`. One accumulator
+/// for both kinds of terms, inlined into `eval`: two sums added afterwards made synthesis a fifth
+/// slower (docs/BENCHMARKS.md, "The whole seam").
+#[inline(always)]
+fn add_terms<'a>(
+    acc: &mut Scalar,
     terms: impl Iterator<Item = (usize, &'a Scalar)>,
     values: &[Scalar],
     mut density: Option<&mut Density>,
-) -> Scalar {
-    let mut acc = Scalar::ZERO;
+) {
     for (i, coeff) in terms {
         // Plain comparisons: the constant-time `is_zero` cost a tenth of synthesis, and the
         // coefficients are the circuit's, not secrets.
@@ -94,16 +100,16 @@ fn sum_terms<'a>(
         // A variable index from another constraint system reads as zero; the proof then fails to
         // verify rather than the prover panicking.
         let value = values.get(i).copied().unwrap_or(Scalar::ZERO);
-        acc += if *coeff == Scalar::ONE {
+        *acc += if *coeff == Scalar::ONE {
             value
         } else {
             value * coeff
         };
     }
-    acc
 }
 
 impl ProvingAssignment {
+    #[inline]
     fn push_aux(&mut self, value: Scalar) -> usize {
         self.aux_assignment.push(value);
         self.a_aux_density.add_element();
@@ -111,6 +117,7 @@ impl ProvingAssignment {
         self.aux_assignment.len() - 1
     }
 
+    #[inline]
     fn push_input(&mut self, value: Scalar) -> usize {
         self.input_assignment.push(value);
         self.b_input_density.add_element();
@@ -118,6 +125,7 @@ impl ProvingAssignment {
     }
 
     /// Records one constraint `a * b = c` by its three evaluations.
+    #[inline]
     fn push_constraint<T: Terms>(&mut self, a: &T, b: &T, c: &T) {
         let (inputs, aux) = (&self.input_assignment, &self.aux_assignment);
         // Inputs need no density in A: the `input * 0 = 0` constraints make that query dense.
