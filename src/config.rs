@@ -2,8 +2,9 @@
 //! into one struct; README's "Configuration" table documents each. A setting is read when the
 //! work it shapes begins: the thread pools at their first use, the devices and their programs
 //! at the first proof that wants a GPU, the lock directory and `BELLMAN_NO_GPU` at each proof's
-//! claim (so that a service can change them between proofs). The code that uses a setting gets
-//! it from the `Config` its caller read.
+//! claim (so that a service can change them between proofs). The device start and each claim
+//! read a `Config` once and pass it down; a device's kernels read theirs (the finish grace, the
+//! compiler options, the program cache's directory) when they are made, once per device.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -105,19 +106,23 @@ impl Config {
             lock_dir: std::env::var_os(LOCK_DIR_ENV)
                 .map(PathBuf::from)
                 .unwrap_or_else(std::env::temp_dir),
-            fake_gpus: text(FAKE_GPUS_ENV).map(|spec| {
-                let mut parts = spec.split(':');
-                let count = parts
-                    .next()
-                    .and_then(|c| c.trim().parse().ok())
-                    .unwrap_or(0);
-                let ns = parts.next().and_then(|n| n.trim().parse().ok());
-                (count, ns)
-            }),
+            fake_gpus: text(FAKE_GPUS_ENV).and_then(|spec| fake_gpus(&spec)),
             bellman_no_gpu: text(BELLMAN_NO_GPU_ENV).is_some_and(|v| v != "0"),
             bellperson_gpus_per_lock: std::env::var_os(BELLPERSON_GPUS_PER_LOCK_ENV).is_some(),
         }
     }
+}
+
+/// `N` or `N:ns-per-term` ([`FAKE_GPUS_ENV`]); a malformed count is warned about and left out, a
+/// malformed speed is warned about and the default speed kept.
+fn fake_gpus(spec: &str) -> Option<(usize, Option<u64>)> {
+    let mut parts = spec.split(':');
+    let count = parts.next().and_then(|c| c.trim().parse().ok());
+    let ns = parts.next().map(|n| n.trim().parse().ok());
+    if count.is_none() || ns == Some(None) {
+        malformed(FAKE_GPUS_ENV, spec, "N or N:ns-per-term");
+    }
+    count.map(|count| (count, ns.flatten()))
 }
 
 /// The positive integer in `name`; anything else is warned about and left out.
@@ -138,5 +143,19 @@ fn malformed(name: &'static str, v: &str, expected: &str) {
     let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
     if warned.get_or_insert_with(HashSet::new).insert(name) {
         log::warn!("ignoring {name}={v:?}: expected {expected}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fake_gpus;
+
+    #[test]
+    fn fake_gpu_specs() {
+        assert_eq!(fake_gpus("2"), Some((2, None)));
+        assert_eq!(fake_gpus(" 2 : 4000 "), Some((2, Some(4000))));
+        assert_eq!(fake_gpus("2:fast"), Some((2, None)));
+        assert_eq!(fake_gpus("two:4000"), None);
+        assert_eq!(fake_gpus(""), None);
     }
 }
