@@ -42,14 +42,15 @@
 //! Module map (see `docs/ARCHITECTURE.md`): [`multicore`] owns the thread pool, [`multiexp`] the
 //! Pippenger multi-scalar multiplication, [`domain`] the FFTs, [`groth16`] the protocol.
 #![deny(missing_docs, rustdoc::broken_intra_doc_links)]
-// `unsafe` is allowed only with the `gpu` feature, each block with a SAFETY note: the OpenCL
-// layer's kernel launches and staging memory (its mapping and the copies through it), and Linux
-// system calls (`free.rs`: `madvise`, `sysconf`; `multicore.rs`: the scheduling policy and
-// nice value of the background pool's threads).
-#![cfg_attr(not(feature = "gpu"), forbid(unsafe_code))]
-#![cfg_attr(feature = "gpu", deny(unsafe_code))]
+// `unsafe` is denied except where a block carries a SAFETY note: the mapping of a parameter
+// file (`bases.rs`, the one block without the `gpu` feature) and, with `gpu`, the OpenCL layer's
+// kernel launches and staging memory (its mapping and the copies through it) and Linux system
+// calls (`free.rs`: `madvise`, `sysconf`; `multicore.rs`: the scheduling policy and nice value of
+// the background pool's threads).
+#![deny(unsafe_code)]
 
 mod backend;
+mod bases;
 mod batch_affine;
 pub mod compat;
 pub mod config;

@@ -905,10 +905,10 @@ impl ParameterSource for ProvingParams<'_> {
     fn vk(&self) -> &preemptible_groth16::groth16::VerifyingKey {
         &self.params.vk
     }
-    fn h(&self) -> &[blstrs::G1Affine] {
+    fn h(&self) -> preemptible_groth16::groth16::Bases<'_, blstrs::G1Affine> {
         self.params.h()
     }
-    fn l(&self) -> &[blstrs::G1Affine] {
+    fn l(&self) -> preemptible_groth16::groth16::Bases<'_, blstrs::G1Affine> {
         let reads = self
             .l_reads
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -918,13 +918,13 @@ impl ParameterSource for ProvingParams<'_> {
         }
         self.params.l()
     }
-    fn a(&self) -> &[blstrs::G1Affine] {
+    fn a(&self) -> preemptible_groth16::groth16::Bases<'_, blstrs::G1Affine> {
         self.params.a()
     }
-    fn b_g1(&self) -> &[blstrs::G1Affine] {
+    fn b_g1(&self) -> preemptible_groth16::groth16::Bases<'_, blstrs::G1Affine> {
         self.params.b_g1()
     }
-    fn b_g2(&self) -> &[blstrs::G2Affine] {
+    fn b_g2(&self) -> preemptible_groth16::groth16::Bases<'_, blstrs::G2Affine> {
         self.params.b_g2()
     }
 }

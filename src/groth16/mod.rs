@@ -4,15 +4,18 @@
 mod assignment;
 mod circuit;
 mod generator;
+mod mapped;
 mod params;
 mod proof;
 mod prover;
 mod verifier;
 
+pub use crate::bases::Bases;
 pub use crate::options::{
     Priority, ProofReport, ProveOptions, DEFAULT_CHUNK_TERMS, DEFAULT_STEPPED_QUOTIENT_FROM,
 };
 pub use generator::{generate_parameters, generate_random_parameters};
+pub use mapped::MappedParameters;
 pub use params::{ParameterSource, Parameters, ReadError, VerifyingKey};
 pub use proof::Proof;
 pub use prover::{

@@ -20,6 +20,7 @@
 //! or key named by its hash has one byte string. blst alone also takes, in an uncompressed slot,
 //! a compressed encoding (its flag set) followed by any 48 (G1) or 96 (G2) bytes.
 
+use crate::bases::Bases;
 use crate::multicore;
 use bellpepper_core::SynthesisError;
 use blstrs::{G1Affine, G2Affine};
@@ -110,7 +111,7 @@ pub(crate) fn io_error(section: &'static str) -> impl Fn(io::Error) -> ReadError
 
 /// Whether a section may hold the point at infinity.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Identity {
+pub(super) enum Identity {
     Allowed,
     Rejected,
 }
@@ -191,22 +192,39 @@ where
         if bytes.len() < want {
             return Err(ReadError::Truncated { section });
         }
-        let decoded: Result<Vec<G>, ReadError> = multicore::install(|| {
-            bytes
-                .par_chunks_exact(size)
-                .enumerate()
-                .map(|(i, chunk)| {
-                    let at = At {
-                        section,
-                        index: first + i,
-                    };
-                    decode(chunk, at, checked, identity)
-                })
-                .collect()
-        });
-        points.extend(decoded?);
+        points.extend(decode_block::<G>(
+            &bytes, section, first, checked, identity,
+        )?);
     }
     Ok(points)
+}
+
+/// Decodes the points encoded back to back in `bytes`, the first being `section[first]`, in
+/// parallel ([`decode`] for each).
+pub(super) fn decode_block<G>(
+    bytes: &[u8],
+    section: &'static str,
+    first: usize,
+    checked: bool,
+    identity: Identity,
+) -> Result<Vec<G>, ReadError>
+where
+    G: UncompressedEncoding + PrimeCurveAffine,
+{
+    let size = G::Uncompressed::default().as_ref().len();
+    multicore::install(|| {
+        bytes
+            .par_chunks_exact(size)
+            .enumerate()
+            .map(|(i, chunk)| {
+                let at = At {
+                    section,
+                    index: first + i,
+                };
+                decode(chunk, at, checked, identity)
+            })
+            .collect()
+    })
 }
 
 pub(crate) fn write_points<G, W>(writer: &mut W, points: &[G]) -> io::Result<()>
@@ -266,7 +284,7 @@ impl VerifyingKey {
         Self::read_with(&mut reader, true)
     }
 
-    fn read_with<R: Read>(reader: &mut R, checked: bool) -> Result<Self, ReadError> {
+    pub(super) fn read_with<R: Read>(reader: &mut R, checked: bool) -> Result<Self, ReadError> {
         let no_identity = Identity::Rejected;
         let vk = VerifyingKey {
             alpha_g1: read_point(reader, "vk.alpha_g1", checked, no_identity)?,
@@ -336,59 +354,64 @@ impl Parameters {
             b_g1: read_points(reader, "b_g1", checked, no_identity)?,
             b_g2: read_points(reader, "b_g2", checked, no_identity)?,
         };
-        if !(params.h.len() + 1).is_power_of_two() {
-            return Err(ReadError::Malformed(format!(
-                "h has {} points; a domain of size n needs n - 1, n a power of two",
-                params.h.len()
-            )));
-        }
-        if params.b_g1.len() != params.b_g2.len() {
-            return Err(ReadError::Malformed(format!(
-                "b_g1 has {} points but b_g2 has {}",
-                params.b_g1.len(),
-                params.b_g2.len()
-            )));
-        }
+        check_shape(params.h.len(), params.b_g1.len(), params.b_g2.len())?;
         Ok(params)
     }
 }
 
-/// Where the prover gets its queries: in memory ([`Parameters`]) or any other store that can lend
-/// them as slices. The prover checks every length against the circuit and fails with
+/// Checks that the queries' lengths fit together: `h` one short of a power of two (the
+/// quotient's domain), the `B` query as long in G1 as in G2.
+pub(super) fn check_shape(h: usize, b_g1: usize, b_g2: usize) -> Result<(), ReadError> {
+    if !(h + 1).is_power_of_two() {
+        return Err(ReadError::Malformed(format!(
+            "h has {h} points; a domain of size n needs n - 1, n a power of two"
+        )));
+    }
+    if b_g1 != b_g2 {
+        return Err(ReadError::Malformed(format!(
+            "b_g1 has {b_g1} points but b_g2 has {b_g2}"
+        )));
+    }
+    Ok(())
+}
+
+/// Where the prover gets its queries: in memory ([`Parameters`]), mapped from a file
+/// ([`super::MappedParameters`]), or any other store that can lend them as slices
+/// (`Bases::from(&points[..])`). The prover checks every length against the circuit and fails with
 /// [`SynthesisError::IncompatibleLengthVector`], naming the query, when one does not match.
 pub trait ParameterSource {
     /// The verifying key.
     fn vk(&self) -> &VerifyingKey;
     /// The `H` query.
-    fn h(&self) -> &[G1Affine];
+    fn h(&self) -> Bases<'_, G1Affine>;
     /// The `L` query.
-    fn l(&self) -> &[G1Affine];
+    fn l(&self) -> Bases<'_, G1Affine>;
     /// The `A` query, inputs first.
-    fn a(&self) -> &[G1Affine];
+    fn a(&self) -> Bases<'_, G1Affine>;
     /// The `B` query in G1, inputs first.
-    fn b_g1(&self) -> &[G1Affine];
+    fn b_g1(&self) -> Bases<'_, G1Affine>;
     /// The `B` query in G2, inputs first.
-    fn b_g2(&self) -> &[G2Affine];
+    fn b_g2(&self) -> Bases<'_, G2Affine>;
 }
 
 impl ParameterSource for Parameters {
     fn vk(&self) -> &VerifyingKey {
         &self.vk
     }
-    fn h(&self) -> &[G1Affine] {
-        &self.h
+    fn h(&self) -> Bases<'_, G1Affine> {
+        Bases::from(&self.h)
     }
-    fn l(&self) -> &[G1Affine] {
-        &self.l
+    fn l(&self) -> Bases<'_, G1Affine> {
+        Bases::from(&self.l)
     }
-    fn a(&self) -> &[G1Affine] {
-        &self.a
+    fn a(&self) -> Bases<'_, G1Affine> {
+        Bases::from(&self.a)
     }
-    fn b_g1(&self) -> &[G1Affine] {
-        &self.b_g1
+    fn b_g1(&self) -> Bases<'_, G1Affine> {
+        Bases::from(&self.b_g1)
     }
-    fn b_g2(&self) -> &[G2Affine] {
-        &self.b_g2
+    fn b_g2(&self) -> Bases<'_, G2Affine> {
+        Bases::from(&self.b_g2)
     }
 }
 
@@ -396,19 +419,19 @@ impl<P: ParameterSource + ?Sized> ParameterSource for &P {
     fn vk(&self) -> &VerifyingKey {
         (**self).vk()
     }
-    fn h(&self) -> &[G1Affine] {
+    fn h(&self) -> Bases<'_, G1Affine> {
         (**self).h()
     }
-    fn l(&self) -> &[G1Affine] {
+    fn l(&self) -> Bases<'_, G1Affine> {
         (**self).l()
     }
-    fn a(&self) -> &[G1Affine] {
+    fn a(&self) -> Bases<'_, G1Affine> {
         (**self).a()
     }
-    fn b_g1(&self) -> &[G1Affine] {
+    fn b_g1(&self) -> Bases<'_, G1Affine> {
         (**self).b_g1()
     }
-    fn b_g2(&self) -> &[G2Affine] {
+    fn b_g2(&self) -> Bases<'_, G2Affine> {
         (**self).b_g2()
     }
 }

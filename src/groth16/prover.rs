@@ -17,6 +17,7 @@ use super::circuit::{AnyCircuit, Current};
 use super::params::{ParameterSource, VerifyingKey};
 use super::proof::Proof;
 use crate::backend::{with_next_scalars, CpuBackend, ProofBackend, Quotient};
+use crate::bases::Bases;
 use crate::curve::CurveAffine;
 use crate::domain::QuotientSteps;
 use crate::free::free_in_background;
@@ -27,7 +28,7 @@ use bellpepper_core::{Circuit, SynthesisError};
 use blstrs::{G1Projective, G2Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
-use group::{Curve, Group};
+use group::{Curve, Group, UncompressedEncoding};
 use rand_core::RngCore;
 use rayon::prelude::*;
 use std::time::Instant;
@@ -102,18 +103,23 @@ fn prove_on<B: ProofBackend, P: ParameterSource + Sync>(
     Ok(assemble(params.vk(), &sums, r, s))
 }
 
-/// One multiexp through `backend`, its lengths checked, its time logged.
-fn msm<G: CurveAffine, B: ProofBackend>(
+/// One multiexp through `backend`, its lengths checked, its time logged; mapped bases go through
+/// it a decoded window at a time ([`Bases::for_each_window`]), the windows' sums added.
+fn msm<G: CurveAffine + UncompressedEncoding, B: ProofBackend>(
     backend: &mut B,
-    bases: &[G],
+    bases: Bases<'_, G>,
     scalars: &[ScalarRepr],
     what: &str,
     start: Instant,
-    run: impl FnOnce(&mut B, &[G], &[ScalarRepr], &str) -> Result<G::Curve, SynthesisError>,
+    run: impl Fn(&mut B, &[G], &[ScalarRepr], &str) -> Result<G::Curve, SynthesisError>,
 ) -> Result<G::Curve, SynthesisError> {
     check_len(what, bases.len(), scalars.len())?;
     let started = Instant::now();
-    let sum = run(backend, bases, scalars, what);
+    let mut sum = G::Curve::identity();
+    bases.for_each_window(|points, range| {
+        sum += run(backend, points, &scalars[range], what)?;
+        Ok(())
+    })?;
     log::debug!(
         "prove: {what} multiexp of {} terms in {:.2?} (from {:.2?} to {:.2?})",
         bases.len(),
@@ -121,12 +127,12 @@ fn msm<G: CurveAffine, B: ProofBackend>(
         started - start,
         start.elapsed()
     );
-    sum
+    Ok(sum)
 }
 
 fn g1<B: ProofBackend>(
     backend: &mut B,
-    bases: &[blstrs::G1Affine],
+    bases: Bases<'_, blstrs::G1Affine>,
     scalars: &[ScalarRepr],
     what: &str,
     start: Instant,

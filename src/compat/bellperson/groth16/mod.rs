@@ -2,6 +2,7 @@
 //! generator and verifier.
 
 mod generator;
+mod mapped;
 mod params;
 mod proof;
 mod prover;
@@ -9,6 +10,7 @@ mod verifier;
 
 pub use super::SupportedEngine;
 pub use generator::{generate_parameters, generate_random_parameters};
+pub use mapped::MappedParameters;
 pub use params::{ParameterSource, Parameters, VerifyingKey};
 pub use proof::Proof;
 pub use prover::{

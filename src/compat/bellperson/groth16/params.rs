@@ -3,7 +3,7 @@
 
 use crate::compat::bellperson::SupportedEngine;
 use crate::groth16 as native;
-use crate::groth16::write_points;
+use crate::groth16::{write_points, Bases};
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::sync::Arc;
@@ -207,8 +207,8 @@ impl<E: SupportedEngine> fmt::Debug for Parameters<E> {
     }
 }
 
-/// Where the prover gets its parameters (bellperson's name): implemented for `&Parameters<E>`,
-/// as bellperson's is. Sealed; the prover reads the queries through
+/// Where the prover gets its parameters (bellperson's name): implemented for `&Parameters<E>`
+/// and `&MappedParameters<E>`, as bellperson's is. Sealed; the prover reads the queries through
 /// [`crate::groth16::ParameterSource`].
 pub trait ParameterSource<E: SupportedEngine>: Send + Sync + sealed::Lend {}
 
@@ -218,17 +218,18 @@ impl<E: SupportedEngine> sealed::Lend for &Parameters<E> {
     fn lend(&self) -> sealed::Lent<'_> {
         sealed::Lent {
             vk: native::VerifyingKey::from(&self.vk),
-            h: &self.h,
-            l: &self.l,
-            a: &self.a,
-            b_g1: &self.b_g1,
-            b_g2: &self.b_g2,
+            h: Bases::from(&**self.h),
+            l: Bases::from(&**self.l),
+            a: Bases::from(&**self.a),
+            b_g1: Bases::from(&**self.b_g1),
+            b_g2: Bases::from(&**self.b_g2),
         }
     }
 }
 
 pub(super) mod sealed {
     use crate::groth16 as native;
+    use crate::groth16::Bases;
     use blstrs::{G1Affine, G2Affine};
 
     /// Lends a source's queries to the prover.
@@ -240,30 +241,30 @@ pub(super) mod sealed {
     /// A source's queries as the prover reads them.
     pub struct Lent<'a> {
         pub(crate) vk: native::VerifyingKey,
-        pub(crate) h: &'a [G1Affine],
-        pub(crate) l: &'a [G1Affine],
-        pub(crate) a: &'a [G1Affine],
-        pub(crate) b_g1: &'a [G1Affine],
-        pub(crate) b_g2: &'a [G2Affine],
+        pub(crate) h: Bases<'a, G1Affine>,
+        pub(crate) l: Bases<'a, G1Affine>,
+        pub(crate) a: Bases<'a, G1Affine>,
+        pub(crate) b_g1: Bases<'a, G1Affine>,
+        pub(crate) b_g2: Bases<'a, G2Affine>,
     }
 
     impl native::ParameterSource for Lent<'_> {
         fn vk(&self) -> &native::VerifyingKey {
             &self.vk
         }
-        fn h(&self) -> &[G1Affine] {
+        fn h(&self) -> Bases<'_, G1Affine> {
             self.h
         }
-        fn l(&self) -> &[G1Affine] {
+        fn l(&self) -> Bases<'_, G1Affine> {
             self.l
         }
-        fn a(&self) -> &[G1Affine] {
+        fn a(&self) -> Bases<'_, G1Affine> {
             self.a
         }
-        fn b_g1(&self) -> &[G1Affine] {
+        fn b_g1(&self) -> Bases<'_, G1Affine> {
             self.b_g1
         }
-        fn b_g2(&self) -> &[G2Affine] {
+        fn b_g2(&self) -> Bases<'_, G2Affine> {
             self.b_g2
         }
     }

@@ -1,0 +1,398 @@
+//! A query's bases as the prover reads them: points in memory, or their encodings in a mapped
+//! parameter file ([`crate::groth16::MappedParameters`]), decoded a window at a time.
+//!
+//! A mapped query is never decoded whole: the prover walks it in windows of
+//! [`window_terms`] points, decoding the next window on another thread while the current one's
+//! multiexp runs, and hands each window's file pages back to the kernel once decoded
+//! (`madvise(MADV_DONTNEED)`: the pages stay in the page cache, so the next proof reads them
+//! from memory, but they leave this process's resident set). A proof's resident memory for a
+//! mapped query is then about two decoded windows and two windows of file pages, whatever the
+//! file's size.
+
+use crate::curve::CurveAffine;
+use crate::multicore;
+use bellpepper_core::SynthesisError;
+use group::UncompressedEncoding;
+use rayon::prelude::*;
+use std::fs::File;
+use std::io;
+use std::ops::Range;
+
+/// Fewest points of a decoded window: smaller windows cost the CPU's multiexp more (each
+/// window is a multiexp of its own with its own bucket reduction).
+const MIN_WINDOW_TERMS: usize = 1 << 18;
+/// Most points of a decoded window (384 MiB in G1, 768 MiB in G2).
+const MAX_WINDOW_TERMS: usize = 1 << 22;
+/// A query is cut into about this many windows, within the two bounds above.
+const WINDOWS_PER_QUERY: usize = 8;
+
+/// Points of each decoded window of a mapped query of `len` points.
+pub(crate) fn window_terms(len: usize) -> usize {
+    len.div_ceil(WINDOWS_PER_QUERY)
+        .clamp(MIN_WINDOW_TERMS, MAX_WINDOW_TERMS)
+}
+
+/// A parameter file mapped read-only into memory.
+///
+/// The file must not change while it is mapped. A file truncated under the mapping makes the
+/// kernel raise `SIGBUS` on the next read of a lost page, which ends the process; a file
+/// rewritten in place gives other points, which decoding rejects when they are not valid
+/// encodings and which otherwise make proofs that do not verify. Replace a parameter file by
+/// writing a new one and renaming it over the old: a mapping keeps the file it was made from.
+pub(crate) struct MappedFile {
+    map: memmap2::Mmap,
+}
+
+impl MappedFile {
+    /// Maps `file`, which the caller has checked to hold `len` bytes (the length its header
+    /// implies): a mapping longer than the file would raise `SIGBUS` when read past its end.
+    pub(crate) fn map(file: &File, len: u64) -> io::Result<MappedFile> {
+        let len = usize::try_from(len)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large to map"))?;
+        let options = {
+            let mut o = memmap2::MmapOptions::new();
+            o.len(len);
+            o
+        };
+        // SAFETY: the mapping is read-only and no longer than the file, whose length the caller
+        // checked just before. Its bytes are only ever read as plain bytes and decoded with
+        // every check a reader of untrusted bytes needs, so bytes that change under the mapping
+        // give errors or wrong points, never undefined behaviour; a file truncated under it is
+        // the one case left, documented on this type.
+        #[allow(unsafe_code)]
+        let map = unsafe { options.map(file)? };
+        Ok(MappedFile { map })
+    }
+
+    /// The mapped bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+
+    /// Hands the pages of `range` back to the kernel: they leave this process's resident set
+    /// and stay in the page cache. Failure only leaves them resident, so it is logged.
+    pub(crate) fn release(&self, range: Range<usize>) {
+        #[cfg(unix)]
+        if let Err(e) = self
+            .map
+            .advise_range(memmap2::Advice::DontNeed, range.start, range.len())
+        {
+            log::debug!("mapped parameters: pages not released ({e})");
+        }
+        #[cfg(not(unix))]
+        let _ = range;
+    }
+}
+
+impl std::fmt::Debug for MappedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedFile")
+            .field("len", &self.map.len())
+            .finish()
+    }
+}
+
+/// A query's bases as a [`crate::groth16::ParameterSource`] lends them to the prover: a slice of
+/// points in memory (`From<&[G]>`), or a section of a mapped parameter file decoded on demand.
+/// Only its length is read before the multiexp.
+#[derive(Debug)]
+pub struct Bases<'a, G> {
+    repr: Repr<'a, G>,
+}
+
+#[derive(Debug)]
+enum Repr<'a, G> {
+    Decoded(&'a [G]),
+    Encoded(Encoded<'a>),
+}
+
+/// Points in a mapped file: `len` uncompressed encodings from byte `start` on.
+#[derive(Debug, Clone, Copy)]
+struct Encoded<'a> {
+    file: &'a MappedFile,
+    start: usize,
+    len: usize,
+    section: &'static str,
+}
+
+impl<G> Clone for Bases<'_, G> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<G> Copy for Bases<'_, G> {}
+
+impl<G> Clone for Repr<'_, G> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<G> Copy for Repr<'_, G> {}
+
+impl<'a, G> From<&'a [G]> for Bases<'a, G> {
+    fn from(points: &'a [G]) -> Self {
+        Bases {
+            repr: Repr::Decoded(points),
+        }
+    }
+}
+
+impl<'a, G> From<&'a Vec<G>> for Bases<'a, G> {
+    fn from(points: &'a Vec<G>) -> Self {
+        Bases::from(points.as_slice())
+    }
+}
+
+impl<'a, G> Bases<'a, G> {
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        match self.repr {
+            Repr::Decoded(points) => points.len(),
+            Repr::Encoded(e) => e.len,
+        }
+    }
+
+    /// Whether there are no points.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The points in memory, or `None` for a mapped section.
+    pub fn as_slice(&self) -> Option<&'a [G]> {
+        match self.repr {
+            Repr::Decoded(points) => Some(points),
+            Repr::Encoded(_) => None,
+        }
+    }
+}
+
+impl<'a, G: CurveAffine + UncompressedEncoding> Bases<'a, G> {
+    /// The `len` points encoded in `file` from byte `start` on (section `section`, for errors);
+    /// the caller has checked that they lie inside the file.
+    pub(crate) fn mapped(
+        file: &'a MappedFile,
+        start: usize,
+        len: usize,
+        section: &'static str,
+    ) -> Self {
+        debug_assert!(start + len * encoded_size::<G>() <= file.bytes().len());
+        Bases {
+            repr: Repr::Encoded(Encoded {
+                file,
+                start,
+                len,
+                section,
+            }),
+        }
+    }
+
+    /// Calls `each(points, range)` on consecutive ranges that cover `0..self.len()` and their
+    /// points, in order, and stops at its first error. Points in memory come as one slice; a
+    /// mapped section comes in decoded windows, the next one decoded on another thread while
+    /// `each` runs, each window's file pages released once it is decoded.
+    pub(crate) fn for_each_window(
+        &self,
+        each: impl FnMut(&[G], Range<usize>) -> Result<(), SynthesisError>,
+    ) -> Result<(), SynthesisError> {
+        self.for_each_window_of(window_terms(self.len()), each)
+    }
+
+    /// [`Bases::for_each_window`] with windows of `step` points.
+    fn for_each_window_of(
+        &self,
+        step: usize,
+        mut each: impl FnMut(&[G], Range<usize>) -> Result<(), SynthesisError>,
+    ) -> Result<(), SynthesisError> {
+        let encoded = match self.repr {
+            Repr::Decoded(points) => return each(points, 0..points.len()),
+            Repr::Encoded(e) => e,
+        };
+        let windows: Vec<Range<usize>> = (0..encoded.len)
+            .step_by(step.max(1))
+            .map(|s| s..(s + step).min(encoded.len))
+            .collect();
+        let Some(first) = windows.first() else {
+            return Ok(());
+        };
+        let mut current = encoded.decode::<G>(first.clone())?;
+        std::thread::scope(|scope| {
+            for (i, range) in windows.iter().enumerate() {
+                let next = windows.get(i + 1).cloned();
+                let ahead = next.clone().map(|r| {
+                    std::thread::Builder::new()
+                        .name("groth16-decode".into())
+                        .spawn_scoped(scope, move || encoded.decode::<G>(r))
+                });
+                let result = each(&current, range.clone());
+                let decoded = match (ahead, next) {
+                    (Some(Ok(thread)), _) => Some(
+                        thread
+                            .join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    ),
+                    // No thread to be had: the next window is decoded here.
+                    (Some(Err(_)), Some(r)) => Some(encoded.decode::<G>(r)),
+                    _ => None,
+                };
+                result?;
+                match decoded {
+                    Some(points) => current = points?,
+                    None => break,
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Bytes of one uncompressed encoding of a `G`.
+pub(crate) fn encoded_size<G: UncompressedEncoding>() -> usize {
+    G::Uncompressed::default().as_ref().len()
+}
+
+impl Encoded<'_> {
+    /// The points of `range`, decoded in parallel on the crate's pool (each encoding must be a
+    /// point on the curve: blst's check; the subgroup is checked when the file is opened with
+    /// `checked`), then the range's pages released.
+    fn decode<G: CurveAffine + UncompressedEncoding>(
+        &self,
+        range: Range<usize>,
+    ) -> Result<Vec<G>, SynthesisError> {
+        let size = encoded_size::<G>();
+        let bytes = self.start + range.start * size..self.start + range.end * size;
+        let decoded: Result<Vec<G>, usize> = multicore::install(|| {
+            self.file.bytes()[bytes.clone()]
+                .par_chunks_exact(size)
+                .enumerate()
+                .map(|(i, encoding)| {
+                    let mut repr = G::Uncompressed::default();
+                    repr.as_mut().copy_from_slice(encoding);
+                    Option::from(G::from_uncompressed_unchecked(&repr)).ok_or(range.start + i)
+                })
+                .collect()
+        });
+        self.file.release(bytes);
+        decoded.map_err(|index| {
+            SynthesisError::IoError(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{}[{index}] in the mapped parameter file is not a point on the curve: the \
+                     file is corrupt or changed after it was opened",
+                    self.section
+                ),
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{window_terms, Bases, MappedFile, MAX_WINDOW_TERMS, MIN_WINDOW_TERMS};
+    use crate::multiexp::{multiexp, ScalarRepr};
+    use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+    use ff::Field;
+    use group::{Curve, Group, UncompressedEncoding};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
+    use std::io::Write;
+
+    #[test]
+    fn windows_are_an_eighth_of_a_query_within_bounds() {
+        assert_eq!(window_terms(1), MIN_WINDOW_TERMS);
+        assert_eq!(window_terms(1 << 20), MIN_WINDOW_TERMS);
+        assert_eq!(window_terms(1 << 24), 1 << 21);
+        assert_eq!(window_terms(1 << 27), MAX_WINDOW_TERMS);
+    }
+
+    /// A file of `prefix` bytes, then `points` encoded, mapped; removed when mapped.
+    fn mapped<G: UncompressedEncoding>(name: &str, prefix: usize, points: &[G]) -> MappedFile {
+        let path = std::env::temp_dir().join(format!("bases-{name}-{}", std::process::id()));
+        let mut file = std::fs::File::create(&path).unwrap();
+        file.write_all(&vec![7u8; prefix]).unwrap();
+        for p in points {
+            file.write_all(p.to_uncompressed().as_ref()).unwrap();
+        }
+        drop(file);
+        let file = std::fs::File::open(&path).unwrap();
+        let len = file.metadata().unwrap().len();
+        let map = MappedFile::map(&file, len).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        map
+    }
+
+    fn random<G: Group>(n: usize, seed: u64) -> (Vec<G>, Vec<ScalarRepr>) {
+        let rng = &mut ChaCha20Rng::seed_from_u64(seed);
+        let points = (0..n).map(|_| G::random(&mut *rng)).collect();
+        let scalars = (0..n)
+            .map(|_| ScalarRepr::from(&Scalar::random(&mut *rng)))
+            .collect();
+        (points, scalars)
+    }
+
+    #[test]
+    fn mapped_windows_cover_the_points_in_order_and_sum_to_the_multiexp() {
+        let (points, scalars) = random::<G1Projective>(50, 1);
+        let points: Vec<G1Affine> = points.iter().map(|p| p.to_affine()).collect();
+        let file = mapped("g1", 13, &points);
+        let bases = Bases::<G1Affine>::mapped(&file, 13, points.len(), "h");
+        assert_eq!(bases.len(), 50);
+        assert!(bases.as_slice().is_none());
+        let whole = multiexp(&points, &scalars).unwrap();
+        for step in [1, 7, 49, 50, 64] {
+            let (mut seen, mut sum) = (Vec::new(), G1Projective::identity());
+            bases
+                .for_each_window_of(step, |window, range| {
+                    assert!(window.len() <= step);
+                    assert_eq!(window.len(), range.len());
+                    seen.extend_from_slice(window);
+                    sum += multiexp(window, &scalars[range]).unwrap();
+                    Ok(())
+                })
+                .unwrap();
+            assert_eq!(seen, points, "windows of {step}");
+            assert_eq!(sum, whole, "windows of {step}");
+        }
+    }
+
+    #[test]
+    fn mapped_g2_points_decode_too() {
+        let (points, _) = random::<G2Projective>(9, 2);
+        let points: Vec<G2Affine> = points.iter().map(|p| p.to_affine()).collect();
+        let file = mapped("g2", 0, &points);
+        let mut seen = Vec::new();
+        Bases::<G2Affine>::mapped(&file, 0, 9, "b_g2")
+            .for_each_window_of(4, |window, _| {
+                seen.extend_from_slice(window);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(seen, points);
+    }
+
+    #[test]
+    fn a_point_off_the_curve_is_an_error_naming_it() {
+        let (points, _) = random::<G1Projective>(10, 3);
+        let points: Vec<G1Affine> = points.iter().map(|p| p.to_affine()).collect();
+        let path = std::env::temp_dir().join(format!("bases-bad-{}", std::process::id()));
+        let mut bytes: Vec<u8> = points
+            .iter()
+            .flat_map(|p| p.to_uncompressed().as_ref().to_vec())
+            .collect();
+        bytes[6 * 96 + 60] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let map = MappedFile::map(&file, bytes.len() as u64).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let mut windows = 0;
+        let result = Bases::<G1Affine>::mapped(&map, 0, 10, "l").for_each_window_of(4, |_, _| {
+            windows += 1;
+            Ok(())
+        });
+        let message = result.unwrap_err().to_string();
+        assert!(message.contains("l[6]"), "{message}");
+        // The window holding the bad point is never handed out.
+        assert_eq!(windows, 1);
+    }
+}
