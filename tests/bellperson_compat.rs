@@ -9,7 +9,7 @@ use preemptible_groth16::compat::bellperson::groth16::{
     create_proof, create_proof_batch_in_priority, create_random_proof, create_random_proof_batch,
     create_random_proof_batch_with_options, create_random_proof_in_priority, generate_parameters,
     generate_random_parameters, prepare_verifying_key, verify_proof, verify_proofs_batch,
-    Parameters, Proof, VerifyingKey,
+    MappedParameters, Parameters, Proof, VerifyingKey,
 };
 use preemptible_groth16::compat::bellperson::{Circuit, ConstraintSystem, SynthesisError};
 // Lines it keeps: bellperson's gadgets, written on the same traits.
@@ -144,6 +144,44 @@ fn sha256_gadget_proves_in_a_batch_and_in_priority_and_batch_verifies() {
     inputs[1][0] += Scalar::ONE;
     assert!(!verify_proofs_batch(&pvk, rng, &refs, &inputs).unwrap());
     assert!(!verify_proof(&pvk, &proofs[1], &inputs[1]).unwrap());
+}
+
+#[test]
+fn sha256_gadget_proves_from_mapped_parameters_and_bellperson_verifies() {
+    let rng = &mut ChaCha20Rng::seed_from_u64(9);
+    let params = sha256_params();
+    let path = std::env::temp_dir().join(format!("compat-sha256-{}.params", std::process::id()));
+    std::fs::write(&path, bytes(|w| params.write(w))).unwrap();
+    let mapped: MappedParameters<Bls12> =
+        Parameters::build_mapped_parameters(path.clone(), false).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(mapped.vk, params.vk);
+    assert!(!mapped.checked);
+    let images: Vec<[u8; 80]> = (30..32).map(preimage::<80>).collect();
+    let circuits = images
+        .iter()
+        .map(|p| Sha256Preimage { preimage: Some(*p) })
+        .collect();
+    let mut proofs = create_random_proof_batch(circuits, &mapped, rng).unwrap();
+    let circuit = Sha256Preimage {
+        preimage: Some(images[0]),
+    };
+    proofs.push(create_random_proof_in_priority(circuit, &mapped, rng, true).unwrap());
+    let inputs: Vec<Vec<Scalar>> = [0, 1, 0]
+        .iter()
+        .map(|&i| sha256_inputs(&images[i]))
+        .collect();
+
+    let bp_vk =
+        bellperson::groth16::VerifyingKey::<Bls12>::read(&bytes(|w| mapped.vk.write(w))[..])
+            .unwrap();
+    let bp_pvk = bellperson::groth16::prepare_verifying_key(&bp_vk);
+    for (proof, input) in proofs.iter().zip(&inputs) {
+        assert!(verify_proof(&mapped.pvk, proof, input).unwrap());
+        let theirs =
+            bellperson::groth16::Proof::<Bls12>::read(&bytes(|w| proof.write(w))[..]).unwrap();
+        assert!(bellperson::groth16::verify_proof(&bp_pvk, &theirs, input).unwrap());
+    }
 }
 
 #[test]
