@@ -4,7 +4,7 @@
 //! cargo run --release --features gpu --example prover -- --demo [--fake] [--low K] [--high K] \
 //!     [--rounds N] [--alone] [--alone-proofs N] [--low-holds-ms MS]
 //! cargo run --release --features gpu --example prover -- --circuit squares|sha256 \
-//!     --log2-constraints K --priority low|normal|high --proofs N [--json] [--after-go]
+//!     --log2-constraints K --priority low|normal|high --proofs N [--json] [--after-go] [--mapped]
 //! ```
 //!
 //! A prover run generates the circuit's parameters once and caches them under `params-cache/`,
@@ -21,7 +21,8 @@
 //! counts N; 0: none), and prints what the low-priority proofs lost, in all and after synthesis, against
 //! how long the high ones held the GPU. `--after-go` makes a prover ready itself (parameters read, GPUs readied) and then start
 //! each proof when a line arrives on stdin, as a service does with requests (with `--json` it
-//! first prints `{"ready":true}`).
+//! first prints `{"ready":true}`). `--mapped` proves from the cached file mapped into memory
+//! (`MappedParameters`) instead of read into it.
 
 #[path = "../tests/circuits/mod.rs"]
 mod circuits;
@@ -31,7 +32,7 @@ mod write_atomically;
 use circuits::{Sha256Preimage, Squares};
 use preemptible_groth16::groth16::{
     create_random_proof_with_options, generate_random_parameters, prepare_verifying_key,
-    verify_proof, Parameters, Priority, ProveOptions,
+    verify_proof, MappedParameters, ParameterSource, Parameters, Priority, ProveOptions,
 };
 use preemptible_groth16::{Circuit, Scalar};
 use sha2::{Digest, Sha256};
@@ -58,6 +59,8 @@ struct Args {
     after_go: bool,
     low_holds_ms: u32,
     svg: PathBuf,
+    /// Prove from the cached file mapped (`MappedParameters`) instead of read into memory.
+    mapped: bool,
 }
 
 impl Default for Args {
@@ -77,6 +80,7 @@ impl Default for Args {
             after_go: false,
             low_holds_ms: 300,
             svg: "demo-timeline.svg".into(),
+            mapped: false,
         }
     }
 }
@@ -113,6 +117,7 @@ fn parse() -> Result<Args, String> {
             "--alone" => a.alone = a.alone.max(2),
             "--alone-proofs" => a.alone = number(value()?)? as usize,
             "--after-go" => a.after_go = true,
+            "--mapped" => a.mapped = true,
             "--low-holds-ms" => a.low_holds_ms = number(value()?)?,
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
@@ -172,11 +177,15 @@ enum Instance {
     Sha(Sha256Preimage, Vec<Scalar>),
 }
 
+fn cache_path(name: &str) -> PathBuf {
+    PathBuf::from(format!("params-cache/{name}.params"))
+}
+
 fn params_for(
     name: &str,
     make: &dyn Fn(bool) -> Instance,
 ) -> Result<Parameters, Box<dyn std::error::Error>> {
-    let path = PathBuf::from(format!("params-cache/{name}.params"));
+    let path = cache_path(name);
     if let Ok(f) = File::open(&path) {
         match Parameters::read(BufReader::new(f), false) {
             Ok(p) => return Ok(p),
@@ -205,12 +214,12 @@ fn params_for(
 fn prove_one<C: Circuit<Scalar> + Send>(
     c: C,
     inputs: &[Scalar],
-    params: &Parameters,
+    params: &(dyn ParameterSource + Sync),
     options: &ProveOptions,
 ) -> Result<(bool, preemptible_groth16::groth16::ProofReport), Box<dyn std::error::Error>> {
     let (proof, report) =
         create_random_proof_with_options(c, params, &mut rand::thread_rng(), options)?;
-    let verified = verify_proof(&prepare_verifying_key(&params.vk), &proof, inputs)?;
+    let verified = verify_proof(&prepare_verifying_key(params.vk()), &proof, inputs)?;
     Ok((verified, report))
 }
 
@@ -229,7 +238,17 @@ fn wait_for_go(json: bool) -> Result<bool, Box<dyn std::error::Error>> {
 
 fn run_prover(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let (make, name) = circuit(a);
-    let params = params_for(&name, &*make)?;
+    let (in_memory, mapped);
+    let params: &(dyn ParameterSource + Sync) = if a.mapped {
+        if !cache_path(&name).exists() {
+            params_for(&name, &*make)?;
+        }
+        mapped = MappedParameters::open(cache_path(&name), false)?;
+        &mapped
+    } else {
+        in_memory = params_for(&name, &*make)?;
+        &in_memory
+    };
     let options = ProveOptions::with_priority(a.priority);
     // A service readies its GPUs once at start: device discovery, programs (compiled or from the
     // caches) and contexts; the proofs' times then show proving only.
@@ -254,8 +273,8 @@ fn run_prover(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
             );
         }
         let (verified, report) = match make(true) {
-            Instance::Squares(c, inputs) => prove_one(c, &inputs, &params, &options)?,
-            Instance::Sha(c, inputs) => prove_one(c, &inputs, &params, &options)?,
+            Instance::Squares(c, inputs) => prove_one(c, &inputs, params, &options)?,
+            Instance::Sha(c, inputs) => prove_one(c, &inputs, params, &options)?,
         };
         if a.json {
             println!("{{\"verified\":{verified},{}", &report.to_json()[1..]);
@@ -301,7 +320,7 @@ fn main() {
             }
             eprintln!(
                 "usage: prover [--circuit squares|sha256] [--log2-constraints K] \
-                 [--priority low|normal|high] [--proofs N] [--json] [--after-go]\n       \
+                 [--priority low|normal|high] [--proofs N] [--json] [--after-go] [--mapped]\n       \
                  prover --demo [--fake] [--low K] [--high K] [--rounds N] [--alone] [--alone-proofs N] \
                  [--low-holds-ms MS] [--svg FILE]"
             );
