@@ -30,9 +30,11 @@ use group::Curve;
 use preemptible_groth16::domain::EvaluationDomain;
 use preemptible_groth16::groth16::{
     create_proof_batch_with_options, create_random_proof, generate_random_parameters,
-    prepare_verifying_key, verify_proof, verify_proofs_batch, ProveOptions,
+    prepare_verifying_key, verify_proof, verify_proofs_batch, CircuitShape, PreparedParameters,
+    ProveOptions,
 };
 use preemptible_groth16::multiexp::{multiexp, scalar_reprs};
+use preemptible_groth16::Circuit;
 use rand::thread_rng;
 use std::time::Instant;
 
@@ -307,6 +309,64 @@ fn compat(k: u32, reps: usize) {
     }
 }
 
+/// Synthesis of `circuit` in full against synthesis from its recorded shape (witness, then the
+/// evaluations), the best of `reps` proofs each, alternately; every proof verified.
+fn shape<C: Circuit<Scalar> + Clone + Send>(
+    name: &str,
+    circuit: C,
+    blank: C,
+    inputs: &[Scalar],
+    reps: usize,
+) {
+    let params = generate_random_parameters(blank.clone(), &mut thread_rng()).expect("setup");
+    let pvk = prepare_verifying_key(&params.vk);
+    let t = Instant::now();
+    let recorded = CircuitShape::record(blank).expect("record");
+    let record_s = t.elapsed().as_secs_f64();
+    println!(
+        "ours shape {name}: recorded in {record_s:.4} s, {} constraints, {} terms, {} bytes ({:.1} bytes a term)",
+        recorded.num_constraints(),
+        recorded.num_terms(),
+        recorded.memory_bytes(),
+        recorded.memory_bytes() as f64 / recorded.num_terms().max(1) as f64
+    );
+    let prepared = PreparedParameters::new(&params, recorded);
+    let options = ProveOptions {
+        reuse_shape_in_batch: false,
+        ..ProveOptions::default()
+    };
+    let (mut full, mut witness, mut evaluation, mut shaped) =
+        (f64::MAX, f64::MAX, f64::MAX, f64::MAX);
+    let (mut full_proof, mut shaped_proof) = (f64::MAX, f64::MAX);
+    for _ in 0..reps.max(1) {
+        let rs = || vec![Scalar::random(thread_rng())];
+        let t = Instant::now();
+        let (proof, report) =
+            create_proof_batch_with_options(vec![circuit.clone()], &params, rs(), rs(), &options)
+                .expect("prove")
+                .remove(0);
+        full_proof = full_proof.min(t.elapsed().as_secs_f64());
+        full = full.min(report.synthesis.as_secs_f64());
+        assert!(verify_proof(&pvk, &proof, inputs).expect("verify"));
+        let t = Instant::now();
+        let (proof, report) =
+            create_proof_batch_with_options(vec![circuit.clone()], &prepared, rs(), rs(), &options)
+                .expect("prove")
+                .remove(0);
+        shaped_proof = shaped_proof.min(t.elapsed().as_secs_f64());
+        assert!(report.shape_used);
+        shaped = shaped.min(report.synthesis.as_secs_f64());
+        witness = witness.min(report.witness.as_secs_f64());
+        evaluation = evaluation.min(report.evaluation.as_secs_f64());
+        assert!(verify_proof(&pvk, &proof, inputs).expect("verify"));
+    }
+    println!(
+        "ours shape {name}: full synthesis {full:.4} s (proof {full_proof:.3} s); from the shape {shaped:.4} s \
+         (witness {witness:.4} s, evaluations {evaluation:.4} s; proof {shaped_proof:.3} s): {:.1}x",
+        full / shaped
+    );
+}
+
 fn main() {
     // RUST_LOG=preemptible_groth16=debug shows the GPU multiexp's phase times.
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
@@ -314,7 +374,8 @@ fn main() {
         .skip(1)
         .filter(|a| a != "--bench")
         .collect();
-    let usage = "usage: compare prove|compat|msm|msm-g2|fft K REPS | compare batch K N REPS";
+    let usage = "usage: compare prove|compat|shape|msm|msm-g2|fft K REPS | compare shape-sha256 BLOCKS REPS \
+                 | compare batch K N REPS";
     let (Some(cmd), Some(k), reps) = (args.first(), args.get(1), args.get(2)) else {
         eprintln!("{usage}");
         return;
@@ -346,6 +407,41 @@ fn main() {
             batch(k, count, reps);
         }
         "compat" => compat(k, reps),
+        "shape" => {
+            let c = Squares::log2(k);
+            shape(
+                &format!("squares 2^{k}"),
+                c,
+                c,
+                &[c.output::<Scalar>()],
+                reps,
+            );
+        }
+        "shape-sha256" => {
+            // K blocks of 64 bytes.
+            let len = 64 * k as usize;
+            let preimage: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let digest = {
+                use sha2::Digest;
+                sha2::Sha256::digest(&preimage)
+            };
+            let inputs = circuits::Sha256Preimage::public_inputs::<Scalar>(&digest);
+            let circuit = circuits::Sha256Preimage {
+                len,
+                preimage: Some(preimage),
+            };
+            let blank = circuits::Sha256Preimage {
+                len,
+                preimage: None,
+            };
+            shape(
+                &format!("sha256 of {len} bytes"),
+                circuit,
+                blank,
+                &inputs,
+                reps,
+            );
+        }
         "msm" => msm::<G1Projective>("msm", k, reps),
         "msm-g2" => msm::<G2Projective>("msm-g2", k, reps),
         "fft" => {

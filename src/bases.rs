@@ -1,13 +1,13 @@
 //! A query's bases as the prover reads them: points in memory, or their encodings in a mapped
 //! parameter file ([`crate::groth16::MappedParameters`]), decoded a window at a time.
 //!
-//! A mapped query is never decoded whole: the prover walks it in windows of
-//! [`window_terms`] points, decoding the next window on another thread while the current one's
-//! multiexp runs, and hands each window's file pages back to the kernel once decoded
-//! (`madvise(MADV_DONTNEED)`: the pages stay in the page cache, so the next proof reads them
-//! from memory, but they leave this process's resident set). A proof's resident memory for a
-//! mapped query is then about two decoded windows and two windows of file pages, whatever the
-//! file's size.
+//! A mapped query is never decoded whole: the prover walks it in windows of [`window_terms`]
+//! points (an eighth of the query, 48 to 384 MiB), decoding the next window on another thread
+//! while the current one's multiexp runs, and hands each window's file pages back to the kernel
+//! once decoded (`madvise(MADV_DONTNEED)`: the pages stay in the page cache, so the next proof
+//! reads them from memory, but they leave this process's resident set). A proof's resident
+//! memory for a mapped query is then about two decoded windows and two windows of file pages,
+//! whatever the file's size.
 
 use crate::curve::CurveAffine;
 use crate::multicore;
@@ -18,18 +18,23 @@ use std::fs::File;
 use std::io;
 use std::ops::Range;
 
-/// Fewest points of a decoded window: smaller windows cost the CPU's multiexp more (each
-/// window is a multiexp of its own with its own bucket reduction).
-const MIN_WINDOW_TERMS: usize = 1 << 18;
-/// Most points of a decoded window (384 MiB in G1, 768 MiB in G2).
-const MAX_WINDOW_TERMS: usize = 1 << 22;
+/// Fewest bytes of a decoded window (2^19 points in G1, 2^18 in G2): each window is a multiexp
+/// of its own, with its own bucket reductions and a narrower bucket window, so smaller ones cost
+/// the CPU more (about 1% a G1 query at 2^19 points against one multiexp over 2^20 on two
+/// cores, by the model in `multiexp::window_bits`).
+const MIN_WINDOW_BYTES: usize = 48 << 20;
+/// Most bytes of a decoded window (2^22 points in G1, 2^21 in G2).
+const MAX_WINDOW_BYTES: usize = 384 << 20;
 /// A query is cut into about this many windows, within the two bounds above.
 const WINDOWS_PER_QUERY: usize = 8;
 
-/// Points of each decoded window of a mapped query of `len` points.
-pub(crate) fn window_terms(len: usize) -> usize {
-    len.div_ceil(WINDOWS_PER_QUERY)
-        .clamp(MIN_WINDOW_TERMS, MAX_WINDOW_TERMS)
+/// Points of each decoded window of a mapped query of `len` points of `size` bytes each (in
+/// memory: blstrs's affine points are as large as their uncompressed encodings).
+pub(crate) fn window_terms(len: usize, size: usize) -> usize {
+    let bytes = (len * size)
+        .div_ceil(WINDOWS_PER_QUERY)
+        .clamp(MIN_WINDOW_BYTES, MAX_WINDOW_BYTES);
+    (bytes / size.max(1)).max(1)
 }
 
 /// A parameter file mapped read-only into memory.
@@ -196,7 +201,7 @@ impl<'a, G: CurveAffine + UncompressedEncoding> Bases<'a, G> {
         &self,
         each: impl FnMut(&[G], Range<usize>) -> Result<(), SynthesisError>,
     ) -> Result<(), SynthesisError> {
-        self.for_each_window_of(window_terms(self.len()), each)
+        self.for_each_window_of(window_terms(self.len(), encoded_size::<G>()), each)
     }
 
     /// [`Bases::for_each_window`] with windows of `step` points.
@@ -289,7 +294,7 @@ impl Encoded<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{window_terms, Bases, MappedFile, MAX_WINDOW_TERMS, MIN_WINDOW_TERMS};
+    use super::{window_terms, Bases, MappedFile, MAX_WINDOW_BYTES, MIN_WINDOW_BYTES};
     use crate::multiexp::{multiexp, ScalarRepr};
     use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
     use ff::Field;
@@ -300,10 +305,16 @@ mod tests {
 
     #[test]
     fn windows_are_an_eighth_of_a_query_within_bounds() {
-        assert_eq!(window_terms(1), MIN_WINDOW_TERMS);
-        assert_eq!(window_terms(1 << 20), MIN_WINDOW_TERMS);
-        assert_eq!(window_terms(1 << 24), 1 << 21);
-        assert_eq!(window_terms(1 << 27), MAX_WINDOW_TERMS);
+        let (g1, g2) = (96, 192);
+        assert_eq!(window_terms(1, g1), 1 << 19);
+        assert_eq!(window_terms(1 << 20, g1), 1 << 19);
+        assert_eq!(window_terms(1 << 20, g2), 1 << 18);
+        assert_eq!(window_terms(1 << 24, g1), 1 << 21);
+        assert_eq!(window_terms(1 << 24, g2), 1 << 21);
+        assert_eq!(window_terms(1 << 27, g1), 1 << 22);
+        assert_eq!(window_terms(1 << 27, g2), 1 << 21);
+        assert_eq!(window_terms(1 << 20, g1) * g1, MIN_WINDOW_BYTES);
+        assert_eq!(window_terms(1 << 30, g2) * g2, MAX_WINDOW_BYTES);
     }
 
     /// A file of `prefix` bytes, then `points` encoded, mapped; removed when mapped.

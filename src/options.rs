@@ -25,6 +25,12 @@ pub struct ProveOptions {
     /// value each) in host memory beside the inputs until the quotient is done, so smaller
     /// quotients, and those of higher priorities, go whole first.
     pub stepped_quotient_from: usize,
+    /// In a batch of several circuits and parameters without a shape, record the first
+    /// circuit's constraints while it is synthesized and run the others for their witness only
+    /// (`groth16::CircuitShape`); each proof made so is verified before it is returned. Sound
+    /// because the parameters fix the constraints: circuits whose constraints differ from the
+    /// first one's could not give proofs that verify with the same parameters anyway.
+    pub reuse_shape_in_batch: bool,
 }
 
 /// Default of [`ProveOptions::stepped_quotient_from`]: 2^22 values, where the whole quotient
@@ -43,6 +49,7 @@ impl Default for ProveOptions {
             devices: None,
             chunk_terms: DEFAULT_CHUNK_TERMS,
             stepped_quotient_from: DEFAULT_STEPPED_QUOTIENT_FROM,
+            reuse_shape_in_batch: true,
         }
     }
 }
@@ -68,6 +75,14 @@ pub struct ProofReport {
     /// Wall time of the witness synthesis (of the whole batch, which is synthesized in
     /// parallel), before any device is claimed: the CPU part a preemption cannot touch.
     pub synthesis: Duration,
+    /// Whether the circuit ran for its witness only, its constraints evaluated from a recorded
+    /// shape (`groth16::CircuitShape`: given with the parameters, or recorded from the first
+    /// circuit of the batch); the proof was then verified before it was returned.
+    pub shape_used: bool,
+    /// With a shape: the time the circuit took to compute its witness.
+    pub witness: Duration,
+    /// With a shape: the time the constraints' evaluations and their check took.
+    pub evaluation: Duration,
     /// Multiexp chunks computed on each device, by device id.
     pub gpu_chunks: Vec<(String, u64)>,
     /// Multiexp chunks computed on the CPU.
@@ -147,12 +162,15 @@ impl ProofReport {
 
     /// Adds the counters of `part`, one part of this proof's work (a backend's, or its GPU
     /// claim's): counts and times add up, the largest of the highs is kept, a flag set in either
-    /// is set. `priority`, `total` and `synthesis` are this report's own.
+    /// is set. `priority`, `total`, `synthesis` and the shape's fields are this report's own.
     pub(crate) fn absorb(&mut self, part: ProofReport) {
         let ProofReport {
             priority: _,
             total: _,
             synthesis: _,
+            shape_used: _,
+            witness: _,
+            evaluation: _,
             gpu_chunks,
             cpu_chunks,
             total_chunks,
@@ -218,7 +236,7 @@ impl ProofReport {
             .map(|(id, c)| format!("{}:{c}", json_string(id)))
             .collect();
         format!(
-            "{{\"priority\":\"{}\",\"total_ms\":{},\"synthesis_ms\":{},\"gpu_chunks\":{},\"gpu_chunks_by_device\":{{{}}},\
+            "{{\"priority\":\"{}\",\"total_ms\":{},\"synthesis_ms\":{},\"shape_used\":{},\"witness_ms\":{},\"evaluation_ms\":{},\"gpu_chunks\":{},\"gpu_chunks_by_device\":{{{}}},\
              \"cpu_chunks\":{},\"total_chunks\":{},\"fft_on_gpu\":{},\
              \"quotient_deferred\":{},\"quotient_steps_on_gpu\":{},\"quotient_first_try_steps\":{},\
              \"preemptions\":{},\
@@ -230,6 +248,9 @@ impl ProofReport {
             self.priority,
             ms(self.total),
             ms(self.synthesis),
+            self.shape_used,
+            ms(self.witness),
+            ms(self.evaluation),
             self.gpu_chunks_total(),
             devices.join(","),
             self.cpu_chunks,

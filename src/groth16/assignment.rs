@@ -2,7 +2,7 @@
 //! [`ProvingAssignment`], and the checks that the parameters fit it.
 
 use super::circuit::{AnyCircuit, Terms};
-use super::params::ParameterSource;
+use super::shape::{CircuitShape, ShapeRecorder};
 use crate::multicore;
 use crate::multiexp::Density;
 use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
@@ -25,6 +25,8 @@ pub(super) struct ProvingAssignment {
     /// The witness: inputs (the constant `one` first), then auxiliary variables.
     pub(super) input_assignment: Vec<Scalar>,
     pub(super) aux_assignment: Vec<Scalar>,
+    /// Records the constraints as they are evaluated, when the caller wants the circuit's shape.
+    pub(super) recorder: Option<Box<ShapeRecorder>>,
 }
 
 /// The sizes the parameters promise, reserved before synthesis: grown by doubling, the vectors of
@@ -33,19 +35,9 @@ pub(super) struct ProvingAssignment {
 /// 2-core development machine; it saves the copies and the doubled capacity).
 pub(super) struct AssignmentSize {
     /// The evaluation domain (at least the constraints).
-    domain: usize,
-    inputs: usize,
-    aux: usize,
-}
-
-impl AssignmentSize {
-    pub(super) fn of<P: ParameterSource>(params: &P) -> AssignmentSize {
-        AssignmentSize {
-            domain: params.h().len() + 1,
-            inputs: params.vk().ic.len(),
-            aux: params.l().len(),
-        }
-    }
+    pub(super) domain: usize,
+    pub(super) inputs: usize,
+    pub(super) aux: usize,
 }
 
 impl ProvingAssignment {
@@ -126,7 +118,8 @@ impl ProvingAssignment {
 
     /// Records one constraint `a * b = c` by its three evaluations.
     #[inline]
-    fn push_constraint<T: Terms>(&mut self, a: &T, b: &T, c: &T) {
+    fn push_constraint<T: Terms>(&mut self, a_lc: &T, b_lc: &T, c_lc: &T) {
+        let (a, b, c) = (a_lc, b_lc, c_lc);
         let (inputs, aux) = (&self.input_assignment, &self.aux_assignment);
         // Inputs need no density in A: the `input * 0 = 0` constraints make that query dense.
         let a = eval(a, None, Some(&mut self.a_aux_density), inputs, aux);
@@ -138,6 +131,9 @@ impl ProvingAssignment {
             aux,
         );
         let c = eval(c, None, None, inputs, aux);
+        if let Some(recorder) = self.recorder.as_deref_mut() {
+            recorder.push(a_lc, b_lc, c_lc);
+        }
         self.a.push(a);
         self.b.push(b);
         self.c.push(c);
@@ -248,9 +244,37 @@ pub(super) fn synthesize<C: AnyCircuit>(
     circuit: C,
     size: &AssignmentSize,
 ) -> Result<ProvingAssignment, SynthesisError> {
+    synthesize_with(circuit, size, false).map(|(cs, _)| cs)
+}
+
+/// [`synthesize`], and the circuit's shape recorded on the way (the first proof of a batch).
+pub(super) fn synthesize_recording<C: AnyCircuit>(
+    circuit: C,
+    size: &AssignmentSize,
+) -> Result<(ProvingAssignment, CircuitShape), SynthesisError> {
+    let (cs, shape) = synthesize_with(circuit, size, true)?;
+    let shape = shape.ok_or(SynthesisError::AssignmentMissing)??;
+    Ok((cs, shape))
+}
+
+type Recorded = Option<Result<CircuitShape, SynthesisError>>;
+
+fn synthesize_with<C: AnyCircuit>(
+    circuit: C,
+    size: &AssignmentSize,
+    record: bool,
+) -> Result<(ProvingAssignment, Recorded), SynthesisError> {
     let mut cs = ProvingAssignment::with_capacity(size);
+    if record {
+        cs.recorder = Some(Box::default());
+    }
     cs.push_input(Scalar::ONE);
     circuit.synthesize_into(&mut cs)?;
+    // The input constraints are the prover's, not the circuit's: not recorded.
+    let shape = cs
+        .recorder
+        .take()
+        .map(|r| r.finish(cs.input_assignment.len(), cs.aux_assignment.len()));
     let zero = LinearCombination::zero;
     for i in 0..cs.input_assignment.len() {
         let input = zero() + Variable::new_unchecked(Index::Input(i));
@@ -269,7 +293,7 @@ pub(super) fn synthesize<C: AnyCircuit>(
         );
         return Err(SynthesisError::Unsatisfiable);
     }
-    Ok(cs)
+    Ok((cs, shape))
 }
 
 pub(super) fn mismatch(what: &str, params: usize, circuit: usize) -> SynthesisError {

@@ -6,8 +6,10 @@ mod circuit;
 mod generator;
 mod mapped;
 mod params;
+mod prepared;
 mod proof;
 mod prover;
+mod shape;
 mod verifier;
 
 pub use crate::bases::Bases;
@@ -17,6 +19,7 @@ pub use crate::options::{
 pub use generator::{generate_parameters, generate_random_parameters};
 pub use mapped::MappedParameters;
 pub use params::{ParameterSource, Parameters, ReadError, VerifyingKey};
+pub use prepared::PreparedParameters;
 pub use proof::Proof;
 pub use prover::{
     create_proof, create_proof_batch, create_proof_batch_in_priority,
@@ -26,6 +29,7 @@ pub use prover::{
 };
 #[allow(deprecated)]
 pub use prover::{create_proof_batch_priority, create_random_proof_batch_priority};
+pub use shape::CircuitShape;
 pub use verifier::{
     prepare_verifying_key, verify_proof, verify_proofs_batch, PreparedVerifyingKey,
     VerificationError,

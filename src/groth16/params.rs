@@ -20,6 +20,7 @@
 //! or key named by its hash has one byte string. blst alone also takes, in an uncompressed slot,
 //! a compressed encoding (its flag set) followed by any 48 (G1) or 96 (G2) bytes.
 
+use super::shape::CircuitShape;
 use crate::bases::Bases;
 use crate::multicore;
 use bellpepper_core::SynthesisError;
@@ -392,6 +393,11 @@ pub trait ParameterSource {
     fn b_g1(&self) -> Bases<'_, G1Affine>;
     /// The `B` query in G2, inputs first.
     fn b_g2(&self) -> Bases<'_, G2Affine>;
+    /// The recorded shape of the circuit these parameters are for, if the source carries one
+    /// ([`super::PreparedParameters`]): proofs then run their circuits for the witness only.
+    fn shape(&self) -> Option<&CircuitShape> {
+        None
+    }
 }
 
 impl ParameterSource for Parameters {
@@ -433,5 +439,8 @@ impl<P: ParameterSource + ?Sized> ParameterSource for &P {
     }
     fn b_g2(&self) -> Bases<'_, G2Affine> {
         (**self).b_g2()
+    }
+    fn shape(&self) -> Option<&CircuitShape> {
+        (**self).shape()
     }
 }

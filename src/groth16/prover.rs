@@ -12,10 +12,14 @@
 //! [`crate::domain`]. The `A` and `B` queries store bases only for variables that appear in the
 //! respective matrix, so the prover tracks which do ([`Density`](crate::multiexp::Density)) and drops the other scalars.
 
-use super::assignment::{check_len, synthesize, AssignmentSize, ProvingAssignment};
+use super::assignment::{
+    check_len, synthesize, synthesize_recording, AssignmentSize, ProvingAssignment,
+};
 use super::circuit::{AnyCircuit, Current};
 use super::params::{ParameterSource, VerifyingKey};
 use super::proof::Proof;
+use super::shape::{CircuitShape, WitnessAssignment};
+use super::verifier::{prepare_verifying_key, verify_proof, PreparedVerifyingKey};
 use crate::backend::{with_next_scalars, CpuBackend, ProofBackend, Quotient};
 use crate::bases::Bases;
 use crate::curve::CurveAffine;
@@ -31,7 +35,7 @@ use group::prime::PrimeCurveAffine;
 use group::{Curve, Group, UncompressedEncoding};
 use rand_core::RngCore;
 use rayon::prelude::*;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The sums of a proof's five multiexps.
 struct Sums {
@@ -164,6 +168,7 @@ fn multiexps<B: ProofBackend, P: ParameterSource + Sync>(
         c: c_values,
         input_assignment,
         aux_assignment,
+        ..
     } = cs;
     let witness = || {
         (
@@ -395,6 +400,96 @@ where
     prove_batch(circuits, params, r, s, options)
 }
 
+/// A circuit synthesized for a proof, and how.
+struct Synthesized {
+    cs: ProvingAssignment,
+    /// Whether the witness alone was computed and the constraints evaluated from a shape.
+    shape_used: bool,
+    witness: Duration,
+    evaluation: Duration,
+}
+
+/// The batch's circuits synthesized on the pool: each for its witness only when `given` (the
+/// parameters' shape) is there; else the first fully, its shape recorded on the way and used for
+/// the others ([`ProveOptions::reuse_shape_in_batch`]); else each fully.
+fn synthesize_batch<C: AnyCircuit + Send>(
+    circuits: Vec<C>,
+    given: Option<&CircuitShape>,
+    size: &AssignmentSize,
+    options: &ProveOptions,
+) -> Result<Vec<Synthesized>, SynthesisError> {
+    let from_shape = |circuit: C, shape: &CircuitShape| {
+        let started = Instant::now();
+        let witness = WitnessAssignment::of(circuit, shape)?;
+        let witness_time = started.elapsed();
+        let cs = shape.evaluate(witness, size.domain)?;
+        Ok(Synthesized {
+            cs,
+            shape_used: true,
+            witness: witness_time,
+            evaluation: started.elapsed() - witness_time,
+        })
+    };
+    let full = |cs| Synthesized {
+        cs,
+        shape_used: false,
+        witness: Duration::ZERO,
+        evaluation: Duration::ZERO,
+    };
+    multicore::install(|| {
+        if let Some(shape) = given {
+            return circuits
+                .into_par_iter()
+                .map(|c| from_shape(c, shape))
+                .collect();
+        }
+        if !options.reuse_shape_in_batch || circuits.len() < 2 {
+            return circuits
+                .into_par_iter()
+                .map(|c| synthesize(c, size).map(full))
+                .collect();
+        }
+        let mut rest = circuits.into_iter();
+        let Some(first) = rest.next() else {
+            return Ok(Vec::new());
+        };
+        let (cs, shape) = synthesize_recording(first, size)?;
+        log::info!(
+            "prove: the batch's first circuit recorded as a shape ({} terms, {} bytes); the \
+             others run for their witness only",
+            shape.num_terms(),
+            shape.memory_bytes()
+        );
+        let others: Vec<C> = rest.collect();
+        let mut all = vec![full(cs)];
+        all.extend(
+            others
+                .into_par_iter()
+                .map(|c| from_shape(c, &shape))
+                .collect::<Result<Vec<_>, SynthesisError>>()?,
+        );
+        Ok(all)
+    })
+}
+
+/// A proof made from a shape must verify: a circuit whose constraints differ from its shape's
+/// (constraints that depend on the witness) gives an error instead of a bad proof.
+fn check_shaped_proof(
+    pvk: &PreparedVerifyingKey,
+    proof: &Proof,
+    inputs: &[Scalar],
+) -> Result<(), SynthesisError> {
+    match verify_proof(pvk, proof, inputs) {
+        Ok(true) => Ok(()),
+        Ok(false) | Err(_) => Err(SynthesisError::MalformedProofs(
+            "a proof made from the circuit's recorded shape does not verify: the circuit's \
+             constraints differ from the shape's (another circuit, or constraints that depend \
+             on the witness)"
+                .into(),
+        )),
+    }
+}
+
 /// [`create_proof_batch_with_options`] for circuits of either bellpepper-core version.
 pub(crate) fn prove_batch<C, P>(
     circuits: Vec<C>,
@@ -418,33 +513,47 @@ where
     let start = Instant::now();
     crate::gpu::GpuBackend::ready_in_background(options);
     let count = circuits.len();
-    let size = AssignmentSize::of(&params);
-    let assignments: Vec<ProvingAssignment> = multicore::install(|| {
-        circuits
-            .into_par_iter()
-            .map(|circuit| synthesize(circuit, &size))
-            .collect::<Result<_, _>>()
-    })?;
+    let size = AssignmentSize {
+        domain: params.h().len() + 1,
+        inputs: params.vk().ic.len(),
+        aux: params.l().len(),
+    };
+    let synthesized = synthesize_batch(circuits, params.shape(), &size, options)?;
     let synthesis = start.elapsed();
-    if let Some(cs) = assignments.first() {
+    if let Some(s) = synthesized.first() {
         log::info!(
             "prove: {count} witness(es) of {} constraints synthesized in {synthesis:.2?}",
-            cs.a.len(),
+            s.cs.a.len(),
         );
     }
-    let proofs = assignments
+    let mut pvk = None;
+    let proofs = synthesized
         .into_iter()
         .zip(r.into_iter().zip(s))
-        .map(|(cs, (r, s))| {
+        .map(|(synthesized, (r, s))| {
+            let Synthesized {
+                cs,
+                shape_used,
+                witness,
+                evaluation,
+            } = synthesized;
             let mut report = ProofReport {
                 priority: options.priority,
                 synthesis,
+                shape_used,
+                witness,
+                evaluation,
                 ..ProofReport::default()
             };
+            let inputs = shape_used.then(|| cs.input_assignment[1..].to_vec());
             // On the caller's thread, not as one job of the pool: a whole proof queued in the pool
             // can be stolen by a worker waiting inside another proof and then block that proof
             // until it ends. The parallel steps inside use the pool.
             let proof = prove(cs, &params, r, s, options, &mut report)?;
+            if let Some(inputs) = inputs {
+                let pvk = pvk.get_or_insert_with(|| prepare_verifying_key(params.vk()));
+                check_shaped_proof(pvk, &proof, &inputs)?;
+            }
             report.total = start.elapsed();
             Ok((proof, report))
         })

@@ -1,0 +1,70 @@
+//! Parameters with the recorded shape of their circuit ([`PreparedParameters`]).
+
+use super::params::{ParameterSource, VerifyingKey};
+use super::shape::CircuitShape;
+use crate::bases::Bases;
+use bellpepper_core::{Circuit, SynthesisError};
+use blstrs::{G1Affine, G2Affine, Scalar};
+
+/// Parameters (in memory, mapped, or any other [`ParameterSource`]) with the recorded shape of
+/// their circuit: every proof made with them runs its circuit for the witness only and evaluates
+/// the constraints from the shape ([`CircuitShape`]), at every entry point (single, batch,
+/// priority, options). Each such proof is verified before it is returned.
+#[derive(Debug)]
+pub struct PreparedParameters<P> {
+    params: P,
+    shape: CircuitShape,
+}
+
+impl<P: ParameterSource> PreparedParameters<P> {
+    /// `params` with `shape`. The shape's counts are checked against the parameters' at each
+    /// proof, as a circuit's are.
+    pub fn new(params: P, shape: CircuitShape) -> Self {
+        PreparedParameters { params, shape }
+    }
+
+    /// `params` with the shape of `circuit`, recorded without its witness
+    /// ([`CircuitShape::record`]).
+    pub fn record<C: Circuit<Scalar>>(params: P, circuit: C) -> Result<Self, SynthesisError> {
+        Ok(Self::new(params, CircuitShape::record(circuit)?))
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &P {
+        &self.params
+    }
+
+    /// The shape.
+    pub fn circuit_shape(&self) -> &CircuitShape {
+        &self.shape
+    }
+
+    /// The parameters and the shape, apart.
+    pub fn into_parts(self) -> (P, CircuitShape) {
+        (self.params, self.shape)
+    }
+}
+
+impl<P: ParameterSource> ParameterSource for PreparedParameters<P> {
+    fn vk(&self) -> &VerifyingKey {
+        self.params.vk()
+    }
+    fn h(&self) -> Bases<'_, G1Affine> {
+        self.params.h()
+    }
+    fn l(&self) -> Bases<'_, G1Affine> {
+        self.params.l()
+    }
+    fn a(&self) -> Bases<'_, G1Affine> {
+        self.params.a()
+    }
+    fn b_g1(&self) -> Bases<'_, G1Affine> {
+        self.params.b_g1()
+    }
+    fn b_g2(&self) -> Bases<'_, G2Affine> {
+        self.params.b_g2()
+    }
+    fn shape(&self) -> Option<&CircuitShape> {
+        Some(&self.shape)
+    }
+}

@@ -1,0 +1,756 @@
+//! A circuit's constraints recorded once ([`CircuitShape`]), so that later proofs of the same
+//! circuit run it only for its witness and evaluate the constraints as sparse products.
+//!
+//! A proving service proves one circuit shape again and again; only the witness changes. Full
+//! synthesis builds and drops three linear combinations per constraint and evaluates them one at
+//! a time on one thread. With a shape, the circuit runs against [`WitnessAssignment`], a
+//! constraint system whose `is_witness_generator()` is true (no linear combination is built, no
+//! `enforce` closure called), and the three evaluation vectors come from the shape's matrices and
+//! the witness on all cores, each constraint checked in the same pass.
+//!
+//! The recording: per matrix, a row's terms as `(variable, coefficient)` pairs of `u32`s (the
+//! variable's top bit marks an input; the coefficient is an index into a table of the circuit's
+//! distinct coefficients, `ONE` first), rows ending at `u32` offsets: 8 bytes a term and 4 a row.
+
+use super::assignment::ProvingAssignment;
+use super::circuit::{AnyCircuit, Terms};
+use crate::multicore;
+use crate::multiexp::Density;
+use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellpepper_core_02 as v02;
+use blstrs::Scalar;
+use ff::{Field, PrimeField};
+use rayon::prelude::*;
+use std::collections::HashMap;
+
+/// Marks an input in a term's variable.
+const INPUT: u32 = 1 << 31;
+/// Rows evaluated per parallel task.
+const ROWS_PER_TASK: usize = 1 << 12;
+
+/// One of the three matrices: row `i`'s terms are `terms[ends[i - 1]..ends[i]]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Matrix {
+    ends: Vec<u32>,
+    terms: Vec<(u32, u32)>,
+}
+
+impl Matrix {
+    fn row(&self, i: usize) -> &[(u32, u32)] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.terms[start..self.ends[i] as usize]
+    }
+
+    fn bytes(&self) -> usize {
+        self.ends.len() * 4 + self.terms.len() * 8
+    }
+}
+
+/// The constraints of a circuit, without a witness: recorded once ([`CircuitShape::record`], or
+/// by the first circuit of a batch), then used by every proof of circuits of the same shape
+/// ([`crate::groth16::ProveOptions::shape`]). Every proof made from a shape is verified before it
+/// is returned, so a circuit whose constraints depend on its witness gives an error, never a bad
+/// proof.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CircuitShape {
+    /// Inputs, the constant `one` included.
+    num_inputs: usize,
+    num_aux: usize,
+    a: Matrix,
+    b: Matrix,
+    c: Matrix,
+    /// The distinct coefficients, `ONE` first.
+    coefficients: Vec<Scalar>,
+    a_aux_density: Density,
+    b_input_density: Density,
+    b_aux_density: Density,
+}
+
+impl CircuitShape {
+    /// Records the constraints of `circuit` (of bellpepper-core 0.4) without its witness: no
+    /// value closure is called, so a circuit without values (as for parameter generation) will
+    /// do.
+    pub fn record<C: bellpepper_core::Circuit<Scalar>>(
+        circuit: C,
+    ) -> Result<CircuitShape, SynthesisError> {
+        record_any(super::circuit::Current(circuit))
+    }
+
+    /// Constraints of the circuit (the input constraints the prover adds not counted).
+    pub fn num_constraints(&self) -> usize {
+        self.a.ends.len()
+    }
+
+    /// Inputs of the circuit, the constant `one` included.
+    pub fn num_inputs(&self) -> usize {
+        self.num_inputs
+    }
+
+    /// Auxiliary variables of the circuit.
+    pub fn num_aux(&self) -> usize {
+        self.num_aux
+    }
+
+    /// Non-zero terms of the three matrices.
+    pub fn num_terms(&self) -> usize {
+        self.a.terms.len() + self.b.terms.len() + self.c.terms.len()
+    }
+
+    /// Bytes the shape holds in memory (matrices, coefficients and densities).
+    pub fn memory_bytes(&self) -> usize {
+        self.a.bytes()
+            + self.b.bytes()
+            + self.c.bytes()
+            + self.coefficients.len() * 32
+            + self.a_aux_density.len()
+            + self.b_input_density.len()
+            + self.b_aux_density.len()
+    }
+
+    /// The assignment full synthesis gives for `witness`: each constraint's `A`, `B` and `C`
+    /// evaluated on all cores (then the input constraints `input * 0 = 0`), each checked in the
+    /// same pass, and the shape's densities. A witness of other counts than the shape's is an
+    /// error; an unsatisfied constraint is [`SynthesisError::Unsatisfiable`], its index logged.
+    pub(super) fn evaluate(
+        &self,
+        witness: WitnessAssignment,
+        domain: usize,
+    ) -> Result<ProvingAssignment, SynthesisError> {
+        let WitnessAssignment { inputs, aux } = witness;
+        for (what, recorded, got) in [
+            ("inputs", self.num_inputs, inputs.len()),
+            ("auxiliary variables", self.num_aux, aux.len()),
+        ] {
+            if recorded != got {
+                return Err(SynthesisError::IncompatibleLengthVector(format!(
+                    "the circuit allocated {got} {what} but its recorded shape has {recorded}: \
+                     a shape of another circuit?"
+                )));
+            }
+        }
+        let rows = self.num_constraints() + inputs.len();
+        let capacity = rows.max(domain);
+        let (mut a, mut b, mut c) = (
+            Vec::with_capacity(capacity),
+            Vec::with_capacity(capacity),
+            Vec::with_capacity(capacity),
+        );
+        a.resize(rows, Scalar::ZERO);
+        b.resize(rows, Scalar::ZERO);
+        c.resize(rows, Scalar::ZERO);
+        let value = |(var, coeff): (u32, u32)| -> Scalar {
+            let v = if var & INPUT != 0 {
+                inputs[(var & !INPUT) as usize]
+            } else {
+                aux[var as usize]
+            };
+            if coeff == 0 {
+                v
+            } else {
+                v * self.coefficients[coeff as usize]
+            }
+        };
+        let row = |m: &Matrix, i: usize| -> Scalar {
+            m.row(i)
+                .iter()
+                .fold(Scalar::ZERO, |acc, &term| acc + value(term))
+        };
+        let n = self.num_constraints();
+        let bad = multicore::install(|| {
+            a.par_chunks_mut(ROWS_PER_TASK)
+                .zip(b.par_chunks_mut(ROWS_PER_TASK))
+                .zip(c.par_chunks_mut(ROWS_PER_TASK))
+                .enumerate()
+                .filter_map(|(task, ((a, b), c))| {
+                    let first = task * ROWS_PER_TASK;
+                    let mut bad = None;
+                    for k in 0..a.len() {
+                        let i = first + k;
+                        if i < n {
+                            (a[k], b[k], c[k]) =
+                                (row(&self.a, i), row(&self.b, i), row(&self.c, i));
+                        } else {
+                            // The input constraints: `input * 0 = 0`.
+                            a[k] = inputs[i - n];
+                        }
+                        if bad.is_none() && a[k] * b[k] != c[k] {
+                            bad = Some(i);
+                        }
+                    }
+                    bad
+                })
+                .min()
+        });
+        if let Some(i) = bad {
+            log::warn!("constraint {i} of {rows} is not satisfied by the witness");
+            return Err(SynthesisError::Unsatisfiable);
+        }
+        Ok(ProvingAssignment {
+            a_aux_density: self.a_aux_density.clone(),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: self.b_aux_density.clone(),
+            a,
+            b,
+            c,
+            input_assignment: inputs,
+            aux_assignment: aux,
+            ..ProvingAssignment::default()
+        })
+    }
+}
+
+/// Records `circuit`'s constraints ([`CircuitShape::record`] for either trait version).
+pub(crate) fn record_any<C: AnyCircuit>(circuit: C) -> Result<CircuitShape, SynthesisError> {
+    let mut recorder = ShapeRecorder {
+        num_inputs: 1,
+        ..ShapeRecorder::default()
+    };
+    circuit.synthesize_into(&mut recorder)?;
+    let (inputs, aux) = (recorder.num_inputs, recorder.num_aux);
+    recorder.finish(inputs, aux)
+}
+
+/// Builds a [`CircuitShape`] one constraint at a time: the constraint system of
+/// [`CircuitShape::record`], and the recorder a first proof of a batch carries.
+#[derive(Default)]
+pub(super) struct ShapeRecorder {
+    num_inputs: usize,
+    num_aux: usize,
+    a: Matrix,
+    b: Matrix,
+    c: Matrix,
+    coefficients: Vec<Scalar>,
+    index_of: HashMap<[u8; 32], u32>,
+    /// Set when a count outgrew `u32`: the shape cannot be recorded.
+    too_large: bool,
+}
+
+impl ShapeRecorder {
+    /// Records the constraint `a * b = c`; variables of the circuit's allocations so far.
+    pub(super) fn push<T: Terms>(&mut self, a: &T, b: &T, c: &T) {
+        for (lc, which) in [(a, 0), (b, 1), (c, 2)] {
+            for (i, coeff) in lc.input_terms() {
+                self.term(which, i as u64 | INPUT as u64, coeff);
+            }
+            for (i, coeff) in lc.aux_terms() {
+                self.term(which, i as u64, coeff);
+            }
+            let m = self.matrix(which);
+            let end = u32::try_from(m.terms.len());
+            match end {
+                Ok(end) => m.ends.push(end),
+                Err(_) => self.too_large = true,
+            }
+        }
+    }
+
+    fn matrix(&mut self, which: usize) -> &mut Matrix {
+        match which {
+            0 => &mut self.a,
+            1 => &mut self.b,
+            _ => &mut self.c,
+        }
+    }
+
+    fn term(&mut self, which: usize, var: u64, coeff: &Scalar) {
+        // Zero coefficients are skipped, as full synthesis skips them (and its densities).
+        if *coeff == Scalar::ZERO {
+            return;
+        }
+        let index = if *coeff == Scalar::ONE {
+            0
+        } else {
+            let next = self.coefficients.len() as u32 + 1;
+            let index = *self.index_of.entry(coeff.to_repr()).or_insert(next);
+            if index == next {
+                self.coefficients.push(*coeff);
+            }
+            index
+        };
+        // An input index past the marker bit, or an aux index reaching it, does not fit.
+        let fits = if var & INPUT as u64 != 0 {
+            var <= u32::MAX as u64
+        } else {
+            var < INPUT as u64
+        };
+        if !fits {
+            self.too_large = true;
+            return;
+        }
+        self.matrix(which).terms.push((var as u32, index));
+    }
+
+    /// The shape of a circuit of `num_inputs` inputs (`one` included) and `num_aux` auxiliary
+    /// variables, its densities computed from the matrices.
+    pub(super) fn finish(
+        self,
+        num_inputs: usize,
+        num_aux: usize,
+    ) -> Result<CircuitShape, SynthesisError> {
+        if self.too_large {
+            return Err(SynthesisError::IncompatibleLengthVector(
+                "a circuit with more than 2^31 variables or 2^32 terms in a matrix cannot be \
+                 recorded as a shape"
+                    .into(),
+            ));
+        }
+        let mut coefficients = Vec::with_capacity(self.coefficients.len() + 1);
+        coefficients.push(Scalar::ONE);
+        coefficients.extend(self.coefficients);
+        let mut shape = CircuitShape {
+            num_inputs,
+            num_aux,
+            a: self.a,
+            b: self.b,
+            c: self.c,
+            coefficients,
+            ..CircuitShape::default()
+        };
+        shape.compute_densities();
+        Ok(shape)
+    }
+}
+
+impl CircuitShape {
+    /// The densities full synthesis tracks: auxiliary variables in `A`, inputs and auxiliary
+    /// variables in `B` (inputs need none in `A`: the input constraints make that query dense).
+    fn compute_densities(&mut self) {
+        let tracker = |n: usize| {
+            let mut d = Density::default();
+            for _ in 0..n {
+                d.add_element();
+            }
+            d
+        };
+        let (mut a_aux, mut b_in, mut b_aux) = (
+            tracker(self.num_aux),
+            tracker(self.num_inputs),
+            tracker(self.num_aux),
+        );
+        for &(var, _) in &self.a.terms {
+            if var & INPUT == 0 {
+                a_aux.inc(var as usize);
+            }
+        }
+        for &(var, _) in &self.b.terms {
+            if var & INPUT == 0 {
+                b_aux.inc(var as usize);
+            } else {
+                b_in.inc((var & !INPUT) as usize);
+            }
+        }
+        (self.a_aux_density, self.b_input_density, self.b_aux_density) = (a_aux, b_in, b_aux);
+    }
+}
+
+/// A circuit's witness only: the constraint system of proofs from a [`CircuitShape`]. It tells
+/// gadgets it is a witness generator, calls every value closure and none of the `enforce` ones.
+#[derive(Debug, Default)]
+pub(super) struct WitnessAssignment {
+    pub(super) inputs: Vec<Scalar>,
+    pub(super) aux: Vec<Scalar>,
+}
+
+impl WitnessAssignment {
+    /// The witness of `circuit`, sized for `shape`, the constant `one` first.
+    pub(super) fn of<C: AnyCircuit>(
+        circuit: C,
+        shape: &CircuitShape,
+    ) -> Result<WitnessAssignment, SynthesisError> {
+        let mut cs = WitnessAssignment {
+            inputs: Vec::with_capacity(shape.num_inputs.min(1 << 28)),
+            aux: Vec::with_capacity(shape.num_aux.min(1 << 28)),
+        };
+        cs.inputs.push(Scalar::ONE);
+        circuit.synthesize_into(&mut cs)?;
+        Ok(cs)
+    }
+
+    fn empty(v: &mut Vec<Scalar>, n: usize) -> &mut [Scalar] {
+        let start = v.len();
+        v.resize(start + n, Scalar::ZERO);
+        &mut v[start..]
+    }
+}
+
+impl ConstraintSystem<Scalar> for WitnessAssignment {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux.push(f()?);
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs.push(f()?);
+        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+
+    fn is_witness_generator(&self) -> bool {
+        true
+    }
+
+    fn extend_inputs(&mut self, new_inputs: &[Scalar]) {
+        self.inputs.extend_from_slice(new_inputs);
+    }
+
+    fn extend_aux(&mut self, new_aux: &[Scalar]) {
+        self.aux.extend_from_slice(new_aux);
+    }
+
+    fn allocate_empty(&mut self, aux_n: usize, inputs_n: usize) -> (&mut [Scalar], &mut [Scalar]) {
+        let aux_start = self.aux.len();
+        let inputs_start = self.inputs.len();
+        self.aux.resize(aux_start + aux_n, Scalar::ZERO);
+        self.inputs.resize(inputs_start + inputs_n, Scalar::ZERO);
+        (&mut self.aux[aux_start..], &mut self.inputs[inputs_start..])
+    }
+
+    fn allocate_empty_inputs(&mut self, n: usize) -> &mut [Scalar] {
+        Self::empty(&mut self.inputs, n)
+    }
+
+    fn allocate_empty_aux(&mut self, n: usize) -> &mut [Scalar] {
+        Self::empty(&mut self.aux, n)
+    }
+
+    fn inputs_slice(&self) -> &[Scalar] {
+        &self.inputs
+    }
+
+    fn aux_slice(&self) -> &[Scalar] {
+        &self.aux
+    }
+}
+
+/// bellpepper-core 0.2's trait (bellperson 0.27's circuits and gadgets): the same witness.
+impl v02::ConstraintSystem<Scalar> for WitnessAssignment {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<v02::Variable, v02::SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, v02::SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux.push(f()?);
+        Ok(v02::Variable::new_unchecked(v02::Index::Aux(
+            self.aux.len() - 1,
+        )))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<v02::Variable, v02::SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, v02::SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs.push(f()?);
+        Ok(v02::Variable::new_unchecked(v02::Index::Input(
+            self.inputs.len() - 1,
+        )))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
+        LB: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
+        LC: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
+    {
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+
+    fn is_witness_generator(&self) -> bool {
+        true
+    }
+
+    fn extend_inputs(&mut self, new_inputs: &[Scalar]) {
+        self.inputs.extend_from_slice(new_inputs);
+    }
+
+    fn extend_aux(&mut self, new_aux: &[Scalar]) {
+        self.aux.extend_from_slice(new_aux);
+    }
+
+    fn allocate_empty(&mut self, aux_n: usize, inputs_n: usize) -> (&mut [Scalar], &mut [Scalar]) {
+        <Self as ConstraintSystem<Scalar>>::allocate_empty(self, aux_n, inputs_n)
+    }
+
+    fn allocate_empty_inputs(&mut self, n: usize) -> &mut [Scalar] {
+        Self::empty(&mut self.inputs, n)
+    }
+
+    fn allocate_empty_aux(&mut self, n: usize) -> &mut [Scalar] {
+        Self::empty(&mut self.aux, n)
+    }
+
+    fn inputs_slice(&self) -> &[Scalar] {
+        &self.inputs
+    }
+
+    fn aux_slice(&self) -> &[Scalar] {
+        &self.aux
+    }
+}
+
+impl ConstraintSystem<Scalar> for ShapeRecorder {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.num_aux += 1;
+        Ok(Variable::new_unchecked(Index::Aux(self.num_aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.num_inputs += 1;
+        Ok(Variable::new_unchecked(Index::Input(self.num_inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let zero = LinearCombination::zero;
+        self.push(&a(zero()), &b(zero()), &c(zero()));
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// bellpepper-core 0.2's trait: the same recording.
+impl v02::ConstraintSystem<Scalar> for ShapeRecorder {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<v02::Variable, v02::SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, v02::SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.num_aux += 1;
+        Ok(v02::Variable::new_unchecked(v02::Index::Aux(
+            self.num_aux - 1,
+        )))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<v02::Variable, v02::SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, v02::SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.num_inputs += 1;
+        Ok(v02::Variable::new_unchecked(v02::Index::Input(
+            self.num_inputs - 1,
+        )))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
+        LB: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
+        LC: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
+    {
+        let zero = v02::LinearCombination::zero;
+        self.push(&a(zero()), &b(zero()), &c(zero()));
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{record_any, CircuitShape, WitnessAssignment};
+    use crate::groth16::assignment::{synthesize, synthesize_recording, AssignmentSize};
+    use crate::groth16::circuit::{Bellperson, Current};
+    use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+    use bellpepper_core_02 as v02;
+    use blstrs::Scalar;
+    use ff::Field;
+
+    /// Inputs in `B`, several coefficients (zero and repeated ones too), a variable twice in one
+    /// combination, and a variable in no constraint.
+    #[derive(Clone, Copy)]
+    struct Mixed(u64);
+
+    impl Circuit<Scalar> for Mixed {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), SynthesisError> {
+            let v = Scalar::from(self.0);
+            let x = cs.alloc(|| "x", || Ok(v))?;
+            let unused = cs.alloc(|| "unused", || Ok(v + v))?;
+            let p = cs.alloc_input(|| "p", || Ok(v * Scalar::from(7u64)))?;
+            let (two, three) = (Scalar::from(2u64), Scalar::from(3u64));
+            let y = cs.alloc(|| "y", || Ok(v * (two * v + v * Scalar::from(7u64))))?;
+            cs.enforce(
+                || "x * (2x + p) = y",
+                |lc| lc + x + (Scalar::ZERO, unused),
+                |lc| lc + (two, x) + p,
+                |lc| lc + y,
+            );
+            cs.enforce(
+                || "3x * 1 = x + 2x",
+                |lc| lc + (three, x),
+                |lc| lc + CS::one(),
+                |lc| lc + x + x + x,
+            );
+            let _ = unused;
+            Ok(())
+        }
+    }
+
+    impl v02::Circuit<Scalar> for Mixed {
+        fn synthesize<CS: v02::ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), v02::SynthesisError> {
+            let v = Scalar::from(self.0);
+            let x = cs.alloc(|| "x", || Ok(v))?;
+            let unused = cs.alloc(|| "unused", || Ok(v + v))?;
+            let p = cs.alloc_input(|| "p", || Ok(v * Scalar::from(7u64)))?;
+            let (two, three) = (Scalar::from(2u64), Scalar::from(3u64));
+            let y = cs.alloc(|| "y", || Ok(v * (two * v + v * Scalar::from(7u64))))?;
+            cs.enforce(
+                || "x * (2x + p) = y",
+                |lc| lc + x + (Scalar::ZERO, unused),
+                |lc| lc + (two, x) + p,
+                |lc| lc + y,
+            );
+            cs.enforce(
+                || "3x * 1 = x + 2x",
+                |lc| lc + (three, x),
+                |lc| lc + CS::one(),
+                |lc| lc + x + x + x,
+            );
+            Ok(())
+        }
+    }
+
+    const SIZE: AssignmentSize = AssignmentSize {
+        domain: 8,
+        inputs: 2,
+        aux: 3,
+    };
+
+    fn assert_same(shape: &CircuitShape, value: u64) {
+        let full = synthesize(Current(Mixed(value)), &SIZE).unwrap();
+        let witness = WitnessAssignment::of(Current(Mixed(value)), shape).unwrap();
+        let shaped = shape.evaluate(witness, SIZE.domain).unwrap();
+        assert_eq!(shaped.a, full.a);
+        assert_eq!(shaped.b, full.b);
+        assert_eq!(shaped.c, full.c);
+        assert_eq!(shaped.a_aux_density, full.a_aux_density);
+        assert_eq!(shaped.b_input_density, full.b_input_density);
+        assert_eq!(shaped.b_aux_density, full.b_aux_density);
+        assert_eq!(shaped.input_assignment, full.input_assignment);
+        assert_eq!(shaped.aux_assignment, full.aux_assignment);
+        // The 0.2 trait gives the same witness.
+        let old = WitnessAssignment::of(Bellperson(Mixed(value)), shape).unwrap();
+        assert_eq!(old.aux, full.aux_assignment);
+    }
+
+    #[test]
+    fn a_shape_evaluates_to_what_full_synthesis_gives() {
+        let recorded = CircuitShape::record(Mixed(0)).unwrap();
+        assert_eq!(recorded, record_any(Bellperson(Mixed(0))).unwrap());
+        let (_, by_proof) = synthesize_recording(Current(Mixed(5)), &SIZE).unwrap();
+        assert_eq!(recorded, by_proof);
+        assert_eq!(recorded.num_constraints(), 2);
+        assert_eq!((recorded.num_inputs(), recorded.num_aux()), (2, 3));
+        // The zero coefficient is not a term; the table holds ONE, 2 and 3.
+        assert_eq!(recorded.coefficients.len(), 3);
+        for value in [1, 5, 12345] {
+            assert_same(&recorded, value);
+        }
+        // `unused` is in no density; `one` and `p` are in B's.
+        assert_eq!(recorded.b_input_density.total(), 2);
+        assert_eq!(recorded.a_aux_density.total(), 1);
+    }
+}

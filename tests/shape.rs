@@ -1,0 +1,214 @@
+//! Proofs from a recorded circuit shape (`CircuitShape`, `PreparedParameters`, and a batch's
+//! automatic reuse): the same proofs as full synthesis for the same blinding, reported as made
+//! from a shape; a shape of another circuit, an unsatisfied witness and constraints that differ
+//! from the shape are errors.
+
+mod circuits;
+
+use circuits::{mimc, mimc_constants, MiMC, Sha256Preimage, Squares};
+use ff::Field;
+use preemptible_groth16::groth16::{
+    create_proof, create_proof_batch_with_options, create_random_proof_batch_in_priority,
+    generate_random_parameters, prepare_verifying_key, verify_proof, CircuitShape, Parameters,
+    PreparedParameters, ProveOptions,
+};
+use preemptible_groth16::{Circuit, ConstraintSystem, Scalar, SynthesisError};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use sha2::Digest;
+
+fn mimc_circuit(seed: u64) -> (MiMC<Scalar>, Scalar) {
+    let constants = mimc_constants::<Scalar>();
+    let (xl, xr) = (Scalar::from(seed), Scalar::from(seed * 31 + 7));
+    let image = mimc(xl, xr, &constants);
+    (
+        MiMC {
+            preimage: Some((xl, xr)),
+            constants,
+        },
+        image,
+    )
+}
+
+fn mimc_params() -> Parameters {
+    let blank = MiMC::<Scalar> {
+        preimage: None,
+        constants: mimc_constants(),
+    };
+    generate_random_parameters(blank, &mut ChaCha20Rng::seed_from_u64(1)).unwrap()
+}
+
+#[test]
+fn a_shape_gives_the_proof_full_synthesis_gives() {
+    let params = mimc_params();
+    let blank = MiMC::<Scalar> {
+        preimage: None,
+        constants: mimc_constants(),
+    };
+    let prepared = PreparedParameters::record(&params, blank).unwrap();
+    let shape = prepared.circuit_shape();
+    assert_eq!(shape.num_inputs(), 2);
+    assert!(shape.num_terms() > 0);
+    assert!(shape.memory_bytes() <= 16 * shape.num_terms() + 32 * 1024);
+    let pvk = prepare_verifying_key(&params.vk);
+    for seed in [3, 4] {
+        let (circuit, image) = mimc_circuit(seed);
+        let (r, s) = (Scalar::from(seed + 100), Scalar::from(seed + 200));
+        let full = create_proof(circuit.clone(), &params, r, s).unwrap();
+        let shaped = create_proof(circuit.clone(), &prepared, r, s).unwrap();
+        assert_eq!(shaped, full);
+        assert!(verify_proof(&pvk, &shaped, &[image]).unwrap());
+        let options = ProveOptions::default();
+        let (_, report) =
+            create_proof_batch_with_options(vec![circuit], &prepared, vec![r], vec![s], &options)
+                .unwrap()
+                .pop()
+                .unwrap();
+        assert!(report.shape_used);
+    }
+}
+
+#[test]
+fn a_batch_records_its_first_circuit_and_reuses_the_shape() {
+    let params = mimc_params();
+    let pvk = prepare_verifying_key(&params.vk);
+    let (circuits, images): (Vec<_>, Vec<_>) = (10..14).map(mimc_circuit).unzip();
+    let ones = vec![Scalar::ONE; 4];
+    let proofs = create_proof_batch_with_options(
+        circuits.clone(),
+        &params,
+        ones.clone(),
+        ones.clone(),
+        &ProveOptions::default(),
+    )
+    .unwrap();
+    let used: Vec<bool> = proofs.iter().map(|(_, r)| r.shape_used).collect();
+    assert_eq!(used, [false, true, true, true]);
+    for ((proof, _), image) in proofs.iter().zip(&images) {
+        assert!(verify_proof(&pvk, proof, &[*image]).unwrap());
+    }
+    // Without the reuse, the same proofs from full synthesis.
+    let options = ProveOptions {
+        reuse_shape_in_batch: false,
+        ..ProveOptions::default()
+    };
+    let full =
+        create_proof_batch_with_options(circuits, &params, ones.clone(), ones, &options).unwrap();
+    assert!(full.iter().all(|(_, r)| !r.shape_used));
+    let same: Vec<bool> = full
+        .iter()
+        .zip(&proofs)
+        .map(|((a, _), (b, _))| a == b)
+        .collect();
+    assert_eq!(same, [true; 4]);
+}
+
+#[test]
+fn gadget_circuits_prove_from_a_shape_in_priority() {
+    let blank = Sha256Preimage {
+        len: 64,
+        preimage: None,
+    };
+    let rng = &mut ChaCha20Rng::seed_from_u64(2);
+    let params = generate_random_parameters(blank.clone(), rng).unwrap();
+    let prepared = PreparedParameters::record(&params, blank).unwrap();
+    let pvk = prepare_verifying_key(&params.vk);
+    let images: Vec<Vec<u8>> = (0..2u8).map(|i| vec![i; 64]).collect();
+    let circuits = images
+        .iter()
+        .map(|p| Sha256Preimage {
+            len: 64,
+            preimage: Some(p.clone()),
+        })
+        .collect();
+    let proofs = create_random_proof_batch_in_priority(circuits, &prepared, rng, true).unwrap();
+    for (proof, image) in proofs.iter().zip(&images) {
+        let inputs = Sha256Preimage::public_inputs::<Scalar>(&sha2::Sha256::digest(image));
+        assert!(verify_proof(&pvk, proof, &inputs).unwrap());
+    }
+}
+
+#[test]
+fn a_shape_of_another_circuit_is_an_error() {
+    let small = Squares { n: 10 };
+    let params = generate_random_parameters(small, &mut ChaCha20Rng::seed_from_u64(3)).unwrap();
+    let other = CircuitShape::record(Squares { n: 12 }).unwrap();
+    let prepared = PreparedParameters::new(&params, other);
+    let err = create_proof(small, &prepared, Scalar::ONE, Scalar::ONE).unwrap_err();
+    assert!(
+        matches!(err, SynthesisError::IncompatibleLengthVector(ref m) if m.contains("shape")),
+        "{err}"
+    );
+}
+
+/// `x^2 = y` or, with `twist`, `x * 2x = y`: the same counts, other constraints.
+#[derive(Clone, Copy)]
+struct Twisted {
+    x: u64,
+    twist: bool,
+}
+
+impl Circuit<Scalar> for Twisted {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let x_val = Scalar::from(self.x);
+        let k = if self.twist {
+            Scalar::from(2u64)
+        } else {
+            Scalar::ONE
+        };
+        let x = cs.alloc(|| "x", || Ok(x_val))?;
+        let y = cs.alloc_input(|| "y", || Ok(x_val * x_val * k))?;
+        cs.enforce(|| "x * kx = y", |lc| lc + x, |lc| lc + (k, x), |lc| lc + y);
+        Ok(())
+    }
+}
+
+#[test]
+fn constraints_that_differ_from_the_shape_give_an_error_not_a_bad_proof() {
+    let plain = Twisted { x: 5, twist: false };
+    let params = generate_random_parameters(plain, &mut ChaCha20Rng::seed_from_u64(4)).unwrap();
+    let prepared = PreparedParameters::record(&params, plain).unwrap();
+    assert!(create_proof(plain, &prepared, Scalar::ONE, Scalar::ONE).is_ok());
+    // The twisted circuit's witness does not satisfy the shape's constraint: the shape's check
+    // says so.
+    let twisted = Twisted { x: 5, twist: true };
+    let err = create_proof(twisted, &prepared, Scalar::ONE, Scalar::ONE).unwrap_err();
+    assert!(matches!(err, SynthesisError::Unsatisfiable), "{err}");
+    // A shape with the parameters' counts but other constraints, and a witness that satisfies
+    // it: the proof does not verify, and the prover says so instead of returning it.
+    let wrong = PreparedParameters::new(&params, CircuitShape::record(twisted).unwrap());
+    let err = create_proof(twisted, &wrong, Scalar::ONE, Scalar::ONE).unwrap_err();
+    assert!(
+        matches!(err, SynthesisError::MalformedProofs(ref m) if m.contains("shape")),
+        "{err}"
+    );
+}
+
+/// Knows `x` with `x * x = y`, but claims any `y`.
+#[derive(Clone, Copy)]
+struct Claim {
+    x: u64,
+    y: u64,
+}
+
+impl Circuit<Scalar> for Claim {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let x = cs.alloc(|| "x", || Ok(Scalar::from(self.x)))?;
+        let y = cs.alloc_input(|| "y", || Ok(Scalar::from(self.y)))?;
+        cs.enforce(|| "x * x = y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+        Ok(())
+    }
+}
+
+#[test]
+fn an_unsatisfied_witness_is_caught_by_the_shape() {
+    let good = Claim { x: 3, y: 9 };
+    let params = generate_random_parameters(good, &mut ChaCha20Rng::seed_from_u64(5)).unwrap();
+    let prepared = PreparedParameters::record(&params, good).unwrap();
+    assert!(create_proof(good, &prepared, Scalar::ONE, Scalar::ONE).is_ok());
+    let bad = Claim { x: 3, y: 10 };
+    assert!(matches!(
+        create_proof(bad, &prepared, Scalar::ONE, Scalar::ONE),
+        Err(SynthesisError::Unsatisfiable)
+    ));
+}
