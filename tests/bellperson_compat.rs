@@ -213,6 +213,10 @@ fn blake2s_gadget_proves_in_a_priority_batch_with_reports() {
         assert_eq!(report.gpu_chunks_total(), 0);
         assert!(report.total_chunks > 0 && report.cpu_chunks == report.total_chunks);
     }
+    // The batch's second circuit (bellperson's gadgets, through the 0.2 traits) ran for its
+    // witness only, from the shape recorded while the first was synthesized.
+    let used: Vec<bool> = with_reports.iter().map(|(_, r)| r.shape_used).collect();
+    assert_eq!(used, [false, true]);
 }
 
 #[test]

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 /// Proving parameters in a mapped file, in the format of [`Parameters::write`]: the verifying
 /// key in memory, the queries decoded while proving, a window at a time, so that a proof holds
-/// a small part of them decoded (see `docs/BENCHMARKS.md#memory`).
+/// a small part of them decoded (`docs/BENCHMARKS.md`, "Memory: mapped parameters").
 ///
 /// The file must not change while it is mapped: truncating it makes the next read of a lost
 /// page end the process with `SIGBUS`, and rewriting it in place gives other points (decoding
