@@ -361,6 +361,8 @@ mod tests {
             priority: Priority::High,
             total: Duration::from_millis(1500),
             synthesis: Duration::from_millis(250),
+            shape_used: true,
+            witness: Duration::from_millis(20),
             gpu_chunks: vec![("pci-0000:00:06.0".into(), 3), ("we\"ird".into(), 1)],
             cpu_chunks: 2,
             total_chunks: 6,
@@ -372,7 +374,7 @@ mod tests {
         assert!(
             j.starts_with(
                 "{\"priority\":\"high\",\"total_ms\":1500.000,\"synthesis_ms\":250.000,\
-                 \"gpu_chunks\":4,"
+                 \"shape_used\":true,\"witness_ms\":20.000,\"evaluation_ms\":0.000,\"gpu_chunks\":4,"
             ),
             "{j}"
         );

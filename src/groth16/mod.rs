@@ -11,6 +11,7 @@ mod proof;
 mod prover;
 mod shape;
 mod verifier;
+mod witness;
 
 pub use crate::bases::Bases;
 pub use crate::options::{

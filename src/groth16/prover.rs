@@ -18,8 +18,9 @@ use super::assignment::{
 use super::circuit::{AnyCircuit, Current};
 use super::params::{ParameterSource, VerifyingKey};
 use super::proof::Proof;
-use super::shape::{CircuitShape, WitnessAssignment};
+use super::shape::CircuitShape;
 use super::verifier::{prepare_verifying_key, verify_proof, PreparedVerifyingKey};
+use super::witness::WitnessAssignment;
 use crate::backend::{with_next_scalars, CpuBackend, ProofBackend, Quotient};
 use crate::bases::Bases;
 use crate::curve::CurveAffine;
