@@ -10,7 +10,7 @@ use ff::Field;
 use preemptible_groth16::groth16::{
     create_proof, create_proof_batch_with_options, create_random_proof_batch_in_priority,
     generate_random_parameters, prepare_verifying_key, verify_proof, CircuitShape, Parameters,
-    PreparedParameters, ProveOptions,
+    PreparedParameters, ProveOptions, ReadError,
 };
 use preemptible_groth16::{Circuit, ConstraintSystem, Scalar, SynthesisError};
 use rand::SeedableRng;
@@ -211,4 +211,91 @@ fn an_unsatisfied_witness_is_caught_by_the_shape() {
         create_proof(bad, &prepared, Scalar::ONE, Scalar::ONE),
         Err(SynthesisError::Unsatisfiable)
     ));
+}
+
+fn shape_bytes(shape: &CircuitShape) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    shape.write(&mut bytes).unwrap();
+    bytes
+}
+
+#[test]
+fn a_shape_file_round_trips_and_proves() {
+    let params = mimc_params();
+    let blank = MiMC::<Scalar> {
+        preimage: None,
+        constants: mimc_constants(),
+    };
+    let shape = CircuitShape::record(blank).unwrap();
+    let bytes = shape_bytes(&shape);
+    let read = CircuitShape::read(&bytes[..]).unwrap();
+    assert_eq!(read, shape);
+    assert_eq!(shape_bytes(&read), bytes);
+    let (circuit, image) = mimc_circuit(9);
+    let proof = create_proof(
+        circuit,
+        PreparedParameters::new(&params, read),
+        Scalar::ONE,
+        Scalar::ONE,
+    )
+    .unwrap();
+    assert!(verify_proof(&prepare_verifying_key(&params.vk), &proof, &[image]).unwrap());
+}
+
+#[test]
+fn a_cut_or_corrupt_shape_file_is_an_error() {
+    let shape = CircuitShape::record(MiMC::<Scalar> {
+        preimage: None,
+        constants: mimc_constants(),
+    })
+    .unwrap();
+    let bytes = shape_bytes(&shape);
+    for len in 0..bytes.len() {
+        assert!(
+            matches!(
+                CircuitShape::read(&bytes[..len]),
+                Err(ReadError::Truncated { .. })
+            ),
+            "cut to {len} of {}",
+            bytes.len()
+        );
+    }
+    // Header: magic, 8 + 8 counts, the table's length and its entries; then A's rows and terms.
+    let table = u32::from_be_bytes(bytes[24..28].try_into().unwrap()) as usize;
+    let a_rows_at = 28 + 32 * table;
+    let a_rows = u64::from_be_bytes(bytes[a_rows_at..a_rows_at + 8].try_into().unwrap()) as usize;
+    let first_term = a_rows_at + 16 + 4 * a_rows;
+    let corrupt = |at: usize, value: &[u8]| {
+        let mut b = bytes.clone();
+        b[at..at + value.len()].copy_from_slice(value);
+        CircuitShape::read(&b[..])
+    };
+    // A variable past the auxiliary count, a coefficient past the table, a row ending past
+    // the terms, a wrong magic, and a count claiming 2^40 terms (an error at the end of the
+    // input, not an allocation).
+    for (at, value) in [
+        (first_term, &u32::MAX.to_be_bytes()[..] as &[u8]),
+        (first_term + 4, &9999u32.to_be_bytes()[..]),
+        (a_rows_at + 16, &u32::MAX.to_be_bytes()[..]),
+        (0, &b"PG16SHP9"[..]),
+    ] {
+        assert!(
+            matches!(corrupt(at, value), Err(ReadError::Malformed(_))),
+            "at {at}"
+        );
+    }
+    assert!(matches!(
+        corrupt(a_rows_at + 8, &(1u64 << 40).to_be_bytes()),
+        Err(ReadError::Truncated { .. }) | Err(ReadError::Malformed(_))
+    ));
+    // A coefficient that is not a canonical field element.
+    if table > 0 {
+        assert!(matches!(
+            corrupt(28, &[0xff; 32]),
+            Err(ReadError::InvalidPoint {
+                section: "coefficients",
+                ..
+            })
+        ));
+    }
 }

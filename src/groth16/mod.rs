@@ -10,6 +10,7 @@ mod prepared;
 mod proof;
 mod prover;
 mod shape;
+mod shape_file;
 mod verifier;
 mod witness;
 

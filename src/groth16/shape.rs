@@ -202,21 +202,37 @@ impl ShapeRecorder {
         let mut coefficients = Vec::with_capacity(self.coefficients.len() + 1);
         coefficients.push(Scalar::ONE);
         coefficients.extend(self.coefficients);
-        let mut shape = CircuitShape {
+        Ok(CircuitShape::from_parts(
             num_inputs,
             num_aux,
-            a: self.a,
-            b: self.b,
-            c: self.c,
+            [self.a, self.b, self.c],
             coefficients,
-            ..CircuitShape::default()
-        };
-        shape.compute_densities();
-        Ok(shape)
+        ))
     }
 }
 
 impl CircuitShape {
+    /// A shape from its matrices (checked by the caller) and coefficient table (`ONE` first),
+    /// its densities computed from the matrices.
+    pub(super) fn from_parts(
+        num_inputs: usize,
+        num_aux: usize,
+        [a, b, c]: [Matrix; 3],
+        coefficients: Vec<Scalar>,
+    ) -> CircuitShape {
+        let mut shape = CircuitShape {
+            num_inputs,
+            num_aux,
+            a,
+            b,
+            c,
+            coefficients,
+            ..CircuitShape::default()
+        };
+        shape.compute_densities();
+        shape
+    }
+
     /// The densities full synthesis tracks: auxiliary variables in `A`, inputs and auxiliary
     /// variables in `B` (inputs need none in `A`: the input constraints make that query dense).
     fn compute_densities(&mut self) {
