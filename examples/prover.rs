@@ -4,7 +4,7 @@
 //! cargo run --release --features gpu --example prover -- --demo [--fake] [--low K] [--high K] \
 //!     [--rounds N] [--alone] [--alone-proofs N] [--low-holds-ms MS]
 //! cargo run --release --features gpu --example prover -- --circuit squares|sha256 \
-//!     --log2-constraints K --priority low|normal|high --proofs N [--json] [--after-go] [--mapped]
+//!     --log2-constraints K --priority low|normal|high --proofs N [--json] [--after-go] [--mapped] [--shape]
 //! ```
 //!
 //! A prover run generates the circuit's parameters once and caches them under `params-cache/`,
@@ -22,7 +22,8 @@
 //! how long the high ones held the GPU. `--after-go` makes a prover ready itself (parameters read, GPUs readied) and then start
 //! each proof when a line arrives on stdin, as a service does with requests (with `--json` it
 //! first prints `{"ready":true}`). `--mapped` proves from the cached file mapped into memory
-//! (`MappedParameters`) instead of read into it.
+//! (`MappedParameters`) instead of read into it; `--shape` records the circuit's shape once (no
+//! witness) and proves each proof from it, computing only the witness (`PreparedParameters`).
 
 #[path = "../tests/circuits/mod.rs"]
 mod circuits;
@@ -32,7 +33,8 @@ mod write_atomically;
 use circuits::{Sha256Preimage, Squares};
 use preemptible_groth16::groth16::{
     create_random_proof_with_options, generate_random_parameters, prepare_verifying_key,
-    verify_proof, MappedParameters, ParameterSource, Parameters, Priority, ProveOptions,
+    verify_proof, CircuitShape, MappedParameters, ParameterSource, Parameters, PreparedParameters,
+    Priority, ProveOptions,
 };
 use preemptible_groth16::{Circuit, Scalar};
 use sha2::{Digest, Sha256};
@@ -61,6 +63,8 @@ struct Args {
     svg: PathBuf,
     /// Prove from the cached file mapped (`MappedParameters`) instead of read into memory.
     mapped: bool,
+    /// Record the circuit's shape once and prove each proof from it (witness only).
+    shape: bool,
 }
 
 impl Default for Args {
@@ -81,6 +85,7 @@ impl Default for Args {
             low_holds_ms: 300,
             svg: "demo-timeline.svg".into(),
             mapped: false,
+            shape: false,
         }
     }
 }
@@ -118,6 +123,7 @@ fn parse() -> Result<Args, String> {
             "--alone-proofs" => a.alone = number(value()?)? as usize,
             "--after-go" => a.after_go = true,
             "--mapped" => a.mapped = true,
+            "--shape" => a.shape = true,
             "--low-holds-ms" => a.low_holds_ms = number(value()?)?,
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown argument {other}")),
@@ -249,6 +255,27 @@ fn run_prover(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         in_memory = params_for(&name, &*make)?;
         &in_memory
     };
+    let prepared;
+    let params: &(dyn ParameterSource + Sync) = if a.shape {
+        let t = Instant::now();
+        let shape = match make(false) {
+            Instance::Squares(c, _) => CircuitShape::record(c)?,
+            Instance::Sha(c, _) => CircuitShape::record(c)?,
+        };
+        if !a.json {
+            eprintln!(
+                "shape recorded in {:.2?}: {} constraints, {} terms, {:.1} MiB",
+                t.elapsed(),
+                shape.num_constraints(),
+                shape.num_terms(),
+                shape.memory_bytes() as f64 / (1 << 20) as f64
+            );
+        }
+        prepared = PreparedParameters::new(params, shape);
+        &prepared
+    } else {
+        params
+    };
     let options = ProveOptions::with_priority(a.priority);
     // A service readies its GPUs once at start: device discovery, programs (compiled or from the
     // caches) and contexts; the proofs' times then show proving only.
@@ -320,7 +347,7 @@ fn main() {
             }
             eprintln!(
                 "usage: prover [--circuit squares|sha256] [--log2-constraints K] \
-                 [--priority low|normal|high] [--proofs N] [--json] [--after-go] [--mapped]\n       \
+                 [--priority low|normal|high] [--proofs N] [--json] [--after-go] [--mapped] [--shape]\n       \
                  prover --demo [--fake] [--low K] [--high K] [--rounds N] [--alone] [--alone-proofs N] \
                  [--low-holds-ms MS] [--svg FILE]"
             );

@@ -8,6 +8,7 @@
 #   K=18 PROVER_BIN=.bench/prover scripts/measure-memory.sh   # on a host without cargo
 #   TRACE=trace.txt scripts/measure-memory.sh       # and where the memory went, in trace.txt
 #   MAPPED=1 scripts/measure-memory.sh              # proving from the file mapped (--mapped)
+#   SHAPE=1 scripts/measure-memory.sh               # each proof from a recorded shape (--shape)
 #
 # The measured process's anonymous memory (RssAnon: what it allocated, not file pages it maps)
 # is sampled every 2 ms from /proc (Linux) and its peak printed beside the peak resident memory.
@@ -24,12 +25,14 @@ if [ -z "${PROVER_BIN:-}" ]; then
     PROVER_BIN=target/release/examples/prover
 fi
 "$PROVER_BIN" --circuit squares --log2-constraints "$K" --proofs 1 --json > /dev/null
-python3 - "$PROVER_BIN" "$K" "$PROOFS" "${TRACE:-}" "${MAPPED:-}" <<'PY'
+python3 - "$PROVER_BIN" "$K" "$PROOFS" "${TRACE:-}" "${MAPPED:-}" "${SHAPE:-}" <<'PY'
 import datetime, os, resource, subprocess, sys, tempfile, time
-prover, k, proofs, trace, mapped = sys.argv[1:6]
+prover, k, proofs, trace, mapped, shape = sys.argv[1:7]
 cmd = [prover, "--circuit", "squares", "--log2-constraints", k, "--proofs", proofs, "--json"]
 if mapped:
     cmd.append("--mapped")
+if shape:
+    cmd.append("--shape")
 env = dict(os.environ)
 samples = []
 with tempfile.TemporaryFile("w+") as log, tempfile.TemporaryFile("w+") as out:
@@ -66,5 +69,5 @@ peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 params = os.path.getsize(f"params-cache/squares-{k}.params")
 print(f"peak resident memory {peak / 2**20:.0f} MiB, parameter file {params / 2**20:.0f} MiB: "
       f"{peak / params:.2f}x; peak anonymous memory {peak_anon} MiB: {peak_anon * 2**20 / params:.2f}x"
-      + (" (mapped)" if mapped else ""))
+      + (" (mapped)" if mapped else "") + (" (shape)" if shape else ""))
 PY
