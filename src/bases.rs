@@ -17,6 +17,7 @@ use rayon::prelude::*;
 use std::fs::File;
 use std::io;
 use std::ops::Range;
+use std::time::{Duration, Instant};
 
 /// Fewest bytes of a decoded window (2^19 points in G1, 2^18 in G2): each window is a multiexp
 /// of its own, with its own bucket reductions and a narrower bucket window, so smaller ones cost
@@ -221,8 +222,13 @@ impl<'a, G: CurveAffine + UncompressedEncoding> Bases<'a, G> {
         let Some(first) = windows.first() else {
             return Ok(());
         };
+        let started = Instant::now();
         let mut current = encoded.decode::<G>(first.clone())?;
-        std::thread::scope(|scope| {
+        let first_decode = started.elapsed();
+        // Where a mapped query's time goes: `each` (the multiexps), and the wait for a decode
+        // that had not finished when `each` returned.
+        let (mut in_each, mut waited) = (Duration::ZERO, Duration::ZERO);
+        let result = std::thread::scope(|scope| {
             for (i, range) in windows.iter().enumerate() {
                 let next = windows.get(i + 1).cloned();
                 let ahead = next.clone().map(|r| {
@@ -230,7 +236,10 @@ impl<'a, G: CurveAffine + UncompressedEncoding> Bases<'a, G> {
                         .name("groth16-decode".into())
                         .spawn_scoped(scope, move || encoded.decode::<G>(r))
                 });
+                let t = Instant::now();
                 let result = each(&current, range.clone());
+                in_each += t.elapsed();
+                let t = Instant::now();
                 let decoded = match (ahead, next) {
                     (Some(Ok(thread)), _) => Some(
                         thread
@@ -241,6 +250,7 @@ impl<'a, G: CurveAffine + UncompressedEncoding> Bases<'a, G> {
                     (Some(Err(_)), Some(r)) => Some(encoded.decode::<G>(r)),
                     _ => None,
                 };
+                waited += t.elapsed();
                 result?;
                 match decoded {
                     Some(points) => current = points?,
@@ -248,7 +258,16 @@ impl<'a, G: CurveAffine + UncompressedEncoding> Bases<'a, G> {
                 }
             }
             Ok(())
-        })
+        });
+        log::debug!(
+            "mapped {}: {} points in {} windows, {:.2?}: first decode {first_decode:.2?}, \
+             multiexps {in_each:.2?}, waited for decodes {waited:.2?}",
+            encoded.section,
+            encoded.len,
+            windows.len(),
+            started.elapsed()
+        );
+        result
     }
 }
 

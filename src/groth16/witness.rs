@@ -38,15 +38,7 @@ impl CircuitShape {
             }
         }
         let rows = self.num_constraints() + inputs.len();
-        let capacity = rows.max(domain);
-        let (mut a, mut b, mut c) = (
-            Vec::with_capacity(capacity),
-            Vec::with_capacity(capacity),
-            Vec::with_capacity(capacity),
-        );
-        a.resize(rows, Scalar::ZERO);
-        b.resize(rows, Scalar::ZERO);
-        c.resize(rows, Scalar::ZERO);
+        let n = self.num_constraints();
         let value = |(var, coeff): (u32, u32)| -> Scalar {
             let v = if var & INPUT != 0 {
                 inputs[(var & !INPUT) as usize]
@@ -59,36 +51,42 @@ impl CircuitShape {
                 v * self.coefficients[coeff as usize]
             }
         };
-        let row = |m: &Matrix, i: usize| -> Scalar {
-            m.row(i)
-                .iter()
-                .fold(Scalar::ZERO, |acc, &term| acc + value(term))
+        // Row `i` of `m`; past the constraints, the input constraints `input * 0 = 0`.
+        let row = |m: &Matrix, i: usize, input_row: fn(Scalar) -> Scalar| -> Scalar {
+            if i < n {
+                m.row(i)
+                    .iter()
+                    .fold(Scalar::ZERO, |acc, &term| acc + value(term))
+            } else {
+                input_row(inputs[i - n])
+            }
         };
-        let n = self.num_constraints();
+        // Each vector is written where it lies, by all cores, one matrix at a time: made empty
+        // and then filled, 2^24 rows spent most of their time writing 1.5 GiB of zeros on one
+        // thread. The capacity leaves room for the FFTs' domain.
+        let capacity = rows.max(domain);
+        let evaluated = |m: &Matrix, input_row: fn(Scalar) -> Scalar| -> Vec<Scalar> {
+            let mut v = Vec::with_capacity(capacity);
+            v.par_extend(
+                (0..rows)
+                    .into_par_iter()
+                    .with_min_len(ROWS_PER_TASK)
+                    .map(|i| row(m, i, input_row)),
+            );
+            v
+        };
+        let (a, b, c) = multicore::install(|| {
+            (
+                evaluated(&self.a, |input| input),
+                evaluated(&self.b, |_| Scalar::ZERO),
+                evaluated(&self.c, |_| Scalar::ZERO),
+            )
+        });
         let bad = multicore::install(|| {
-            a.par_chunks_mut(ROWS_PER_TASK)
-                .zip(b.par_chunks_mut(ROWS_PER_TASK))
-                .zip(c.par_chunks_mut(ROWS_PER_TASK))
-                .enumerate()
-                .filter_map(|(task, ((a, b), c))| {
-                    let first = task * ROWS_PER_TASK;
-                    let mut bad = None;
-                    for k in 0..a.len() {
-                        let i = first + k;
-                        if i < n {
-                            (a[k], b[k], c[k]) =
-                                (row(&self.a, i), row(&self.b, i), row(&self.c, i));
-                        } else {
-                            // The input constraints: `input * 0 = 0`.
-                            a[k] = inputs[i - n];
-                        }
-                        if bad.is_none() && a[k] * b[k] != c[k] {
-                            bad = Some(i);
-                        }
-                    }
-                    bad
-                })
-                .min()
+            (0..rows)
+                .into_par_iter()
+                .with_min_len(ROWS_PER_TASK)
+                .find_first(|&i| a[i] * b[i] != c[i])
         });
         if let Some(i) = bad {
             log::warn!("constraint {i} of {rows} is not satisfied by the witness");
@@ -126,6 +124,13 @@ impl WitnessAssignment {
             inputs: Vec::with_capacity(shape.num_inputs.min(1 << 28)),
             aux: Vec::with_capacity(shape.num_aux.min(1 << 28)),
         };
+        // The witness is written on one thread; its memory is first touched here on all cores,
+        // so that thread does not also take a page fault every 128 values.
+        multicore::install(|| {
+            cs.aux
+                .par_extend(rayon::iter::repeatn(Scalar::ZERO, cs.aux.capacity()))
+        });
+        cs.aux.clear();
         cs.inputs.push(Scalar::ONE);
         circuit.synthesize_into(&mut cs)?;
         Ok(cs)
