@@ -128,7 +128,7 @@ impl WitnessAssignment {
         // so that thread does not also take a page fault every 128 values.
         multicore::install(|| {
             cs.aux
-                .par_extend(rayon::iter::repeatn(Scalar::ZERO, cs.aux.capacity()))
+                .par_extend(rayon::iter::repeat_n(Scalar::ZERO, cs.aux.capacity()))
         });
         cs.aux.clear();
         cs.inputs.push(Scalar::ONE);
