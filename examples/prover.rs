@@ -110,7 +110,11 @@ fn parse() -> Result<Args, String> {
         match flag.as_str() {
             "--circuit" => a.circuit = value()?,
             "--log2-constraints" => a.k = number(value()?)?,
-            "--priority" => a.priority = value()?.parse()?,
+            "--priority" => {
+                a.priority = value()?
+                    .parse()
+                    .map_err(|e: preemptible_groth16::groth16::ParsePriorityError| e.to_string())?
+            }
             "--proofs" => a.proofs = number(value()?)? as usize,
             "--json" => a.json = true,
             "--demo" => a.demo = true,

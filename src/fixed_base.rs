@@ -72,7 +72,7 @@ impl<G: CurveAffine> FixedBaseTable<G> {
         if self
             .table
             .first()
-            .map_or(true, |p| bool::from(p.is_identity()))
+            .is_none_or(|p| bool::from(p.is_identity()))
         {
             return out;
         }

@@ -130,7 +130,7 @@ mod tests {
         big.release();
         assert_eq!(resident_pages(&big), 0);
         // The emptied allocation is reused like any other.
-        big.extend(std::iter::repeat(3u64).take(1 << 20));
+        big.extend(std::iter::repeat_n(3u64, 1 << 20));
         assert!(big.iter().all(|&x| x == 3));
         free_in_background((big, vec![1u32; 1000]));
     }

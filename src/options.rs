@@ -1,7 +1,7 @@
 //! What a caller asks of a proof beyond the circuit (priority, GPU use) and what it gets back
 //! beside the proof: a report of where the work ran.
 
-pub use crate::priority::Priority;
+pub use crate::priority::{ParsePriorityError, Priority};
 use std::time::Duration;
 
 /// Options of [`crate::groth16::create_proof_with_options`].
@@ -304,7 +304,10 @@ mod tests {
             assert_eq!(p.name().parse::<Priority>(), Ok(p));
             assert_eq!(Priority::from_level(p.level()), Some(p));
         }
-        assert!("urgent".parse::<Priority>().is_err());
+        assert_eq!(
+            "urgent".parse::<Priority>().unwrap_err().to_string(),
+            "unknown priority \"urgent\": low, normal or high"
+        );
     }
 
     #[test]

@@ -49,14 +49,19 @@ impl Priority {
     }
 }
 
+/// A string that names no [`Priority`] (they are `low`, `normal` and `high`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown priority {0:?}: low, normal or high")]
+pub struct ParsePriorityError(pub String);
+
 impl std::str::FromStr for Priority {
-    type Err = String;
+    type Err = ParsePriorityError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Priority::ALL
             .into_iter()
             .find(|p| p.name() == s)
-            .ok_or_else(|| format!("unknown priority {s:?}: low, normal or high"))
+            .ok_or_else(|| ParsePriorityError(s.to_owned()))
     }
 }
 

@@ -16,7 +16,8 @@ mod witness;
 
 pub use crate::bases::Bases;
 pub use crate::options::{
-    Priority, ProofReport, ProveOptions, DEFAULT_CHUNK_TERMS, DEFAULT_STEPPED_QUOTIENT_FROM,
+    ParsePriorityError, Priority, ProofReport, ProveOptions, DEFAULT_CHUNK_TERMS,
+    DEFAULT_STEPPED_QUOTIENT_FROM,
 };
 pub use generator::{generate_parameters, generate_random_parameters};
 pub use mapped::MappedParameters;

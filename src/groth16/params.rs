@@ -25,7 +25,6 @@ use crate::bases::Bases;
 use crate::multicore;
 use bellpepper_core::SynthesisError;
 use blstrs::{G1Affine, G2Affine};
-use byteorder::{BigEndian, ReadBytesExt, WriteBytesExt};
 use group::prime::PrimeCurveAffine;
 use group::UncompressedEncoding;
 use rayon::prelude::*;
@@ -177,7 +176,9 @@ where
     G: UncompressedEncoding + PrimeCurveAffine,
     R: Read,
 {
-    let len = reader.read_u32::<BigEndian>().map_err(io_error(section))? as usize;
+    let mut len = [0u8; 4];
+    reader.read_exact(&mut len).map_err(io_error(section))?;
+    let len = u32::from_be_bytes(len) as usize;
     let size = G::Uncompressed::default().as_ref().len();
     let mut points = Vec::new();
     let mut bytes = Vec::new();
@@ -239,7 +240,7 @@ where
             "more than 2^32 points in one section",
         )
     })?;
-    writer.write_u32::<BigEndian>(len)?;
+    writer.write_all(&len.to_be_bytes())?;
     for p in points {
         writer.write_all(p.to_uncompressed().as_ref())?;
     }

@@ -124,7 +124,7 @@ fn device_status(dir: &Path, device: &str) -> Result<DeviceStatus, LockError> {
             continue;
         }
         out.wanted_at.push(p);
-        if out.holder.as_ref().map_or(true, |h| p > h.priority) {
+        if out.holder.as_ref().is_none_or(|h| p > h.priority) {
             out.waiting.push(Waiting {
                 priority: p,
                 pids: flock_holders(&file)

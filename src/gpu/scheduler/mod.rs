@@ -64,7 +64,7 @@ impl GpuClaim {
     ) -> Option<GpuClaim> {
         let devices: Vec<&'static GpuDevice> = backend::devices()
             .iter()
-            .filter(|d| only.map_or(true, |ids| ids.contains(&d.id)))
+            .filter(|d| only.is_none_or(|ids| ids.contains(&d.id)))
             .collect();
         if devices.is_empty() {
             return None;

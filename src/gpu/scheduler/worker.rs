@@ -229,7 +229,7 @@ fn take_run<G: GpuCurve>(
     let mut run: Vec<Range<usize>> = Vec::with_capacity(take);
     while run.len() < take {
         match q.front() {
-            Some(next) if run.last().map_or(true, |last| last.end == next.start) => {
+            Some(next) if run.last().is_none_or(|last| last.end == next.start) => {
                 run.extend(q.pop_front());
             }
             _ => break,
