@@ -333,10 +333,7 @@ fn shape<C: Circuit<Scalar> + Clone + Send>(
         recorded.memory_bytes() as f64 / recorded.num_terms().max(1) as f64
     );
     let prepared = PreparedParameters::new(&params, recorded);
-    let options = ProveOptions {
-        reuse_shape_in_batch: false,
-        ..ProveOptions::default()
-    };
+    let options = ProveOptions::default().reuse_shape_in_batch(false);
     let (mut full, mut witness, mut evaluation, mut shaped) =
         (f64::MAX, f64::MAX, f64::MAX, f64::MAX);
     let (mut full_proof, mut shaped_proof) = (f64::MAX, f64::MAX);

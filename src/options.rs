@@ -4,8 +4,18 @@
 pub use crate::priority::{ParsePriorityError, Priority};
 use std::time::Duration;
 
-/// Options of [`crate::groth16::create_proof_with_options`].
+/// Options of [`crate::groth16::create_proof_with_options`]: start from
+/// [`ProveOptions::default`] or [`ProveOptions::with_priority`] and set what differs with the
+/// methods of the same names as the fields (new options may be added, so the struct cannot be
+/// written out field by field outside this crate).
+///
+/// ```
+/// use preemptible_groth16::groth16::{Priority, ProveOptions};
+/// let options = ProveOptions::with_priority(Priority::Low).use_gpu(false);
+/// assert_eq!(options.priority, Priority::Low);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ProveOptions {
     /// The proof's priority for GPUs.
     pub priority: Priority,
@@ -62,11 +72,53 @@ impl ProveOptions {
             ..ProveOptions::default()
         }
     }
+
+    /// These options at `priority` ([`ProveOptions::priority`]).
+    pub fn priority(mut self, priority: Priority) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// These options with GPUs used or not ([`ProveOptions::use_gpu`]).
+    pub fn use_gpu(mut self, use_gpu: bool) -> Self {
+        self.use_gpu = use_gpu;
+        self
+    }
+
+    /// These options on these devices only, or every selected one for `None`
+    /// ([`ProveOptions::devices`]).
+    pub fn devices(mut self, devices: Option<Vec<String>>) -> Self {
+        self.devices = devices;
+        self
+    }
+
+    /// These options with `chunk_terms` terms per G1 multiexp chunk
+    /// ([`ProveOptions::chunk_terms`]).
+    pub fn chunk_terms(mut self, chunk_terms: usize) -> Self {
+        self.chunk_terms = chunk_terms;
+        self
+    }
+
+    /// These options with low-priority quotients of at least this many values in steps
+    /// ([`ProveOptions::stepped_quotient_from`]).
+    pub fn stepped_quotient_from(mut self, values: usize) -> Self {
+        self.stepped_quotient_from = values;
+        self
+    }
+
+    /// These options with a batch's first shape reused for the rest or not
+    /// ([`ProveOptions::reuse_shape_in_batch`]).
+    pub fn reuse_shape_in_batch(mut self, reuse: bool) -> Self {
+        self.reuse_shape_in_batch = reuse;
+        self
+    }
 }
 
 /// Where a proof's work ran and what it waited for. Chunks are pieces of the multiexps; the
-/// quotient (the FFTs) counts as one piece of GPU or CPU work.
+/// quotient (the FFTs) counts as one piece of GPU or CPU work. New fields may be added, so it is
+/// only made by this crate (or [`Default`]).
 #[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct ProofReport {
     /// The priority the proof ran at.
     pub priority: Priority,

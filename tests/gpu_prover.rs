@@ -50,10 +50,7 @@ fn gpu_proofs_verify_and_gpu_failures_fall_back_to_the_cpu() {
     let params = generate_random_parameters(c, rng).unwrap();
     let pvk = prepare_verifying_key(&params.vk);
     let input: Scalar = c.output();
-    let options = ProveOptions {
-        chunk_terms: 1 << 10,
-        ..ProveOptions::default()
-    };
+    let options = ProveOptions::default().chunk_terms(1 << 10);
 
     let (proof, report) = create_random_proof_with_options(c, &params, rng, &options).unwrap();
     assert!(verify_proof(&pvk, &proof, &[input]).unwrap());
@@ -71,10 +68,7 @@ fn gpu_proofs_verify_and_gpu_failures_fall_back_to_the_cpu() {
         "device memory reported: {report:?}"
     );
 
-    let cpu_only = ProveOptions {
-        use_gpu: false,
-        ..options.clone()
-    };
+    let cpu_only = options.clone().use_gpu(false);
     let (proof, report) = create_random_proof_with_options(c, &params, rng, &cpu_only).unwrap();
     assert!(verify_proof(&pvk, &proof, &[input]).unwrap());
     assert_eq!(report.gpu_chunks_total(), 0);
@@ -107,11 +101,11 @@ fn a_high_prover_preempts_a_low_one_on_the_opencl_device() {
     let short = Squares { n: 1 << 11 };
     let long_params = generate_random_parameters(long, rng).unwrap();
     let short_params = generate_random_parameters(short, rng).unwrap();
-    let options = |priority| ProveOptions {
-        priority,
-        chunk_terms: 1 << 10,
-        devices: Some(vec![device.clone()]),
-        ..ProveOptions::default()
+    let options = |priority| {
+        ProveOptions::default()
+            .priority(priority)
+            .chunk_terms(1 << 10)
+            .devices(Some(vec![device.clone()]))
     };
     std::thread::scope(|s| {
         let low = s.spawn(|| {

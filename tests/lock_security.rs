@@ -57,11 +57,9 @@ fn child_prover() {
     let priority: Priority = priority.parse().expect("priority");
     let circuit = Squares::log2(K);
     let params = generate_random_parameters(circuit, &mut thread_rng()).unwrap();
-    let options = ProveOptions {
-        priority,
-        chunk_terms: 1 << 9,
-        ..ProveOptions::default()
-    };
+    let options = ProveOptions::default()
+        .priority(priority)
+        .chunk_terms(1 << 9);
     prove_and_print(circuit, &params, &options);
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     let peak = status

@@ -32,10 +32,7 @@ fn a_mapped_proof_on_a_fake_device_equals_the_one_from_memory() {
     std::fs::write(&path, &bytes).unwrap();
     let mapped = MappedParameters::open(&path, false).unwrap();
 
-    let options = ProveOptions {
-        chunk_terms: 1 << 10,
-        ..ProveOptions::default()
-    };
+    let options = ProveOptions::default().chunk_terms(1 << 10);
     let (r, s) = (Scalar::from(5u64), Scalar::from(9u64));
     let (from_memory, _) = create_proof_with_options(circuit, &params, r, s, &options).unwrap();
     let (from_file, report) = create_proof_with_options(circuit, &mapped, r, s, &options).unwrap();

@@ -69,12 +69,9 @@ fn long_and_short() -> &'static (Setup, Setup) {
 }
 
 fn options(priority: Priority, device: Option<&str>) -> ProveOptions {
-    ProveOptions {
-        priority,
-        chunk_terms: CHUNK,
-        devices: device.map(|d| vec![d.to_string()]),
-        ..ProveOptions::default()
-    }
+    ProveOptions::with_priority(priority)
+        .chunk_terms(CHUNK)
+        .devices(device.map(|d| vec![d.to_string()]))
 }
 
 /// Proves and verifies; returns the report.
@@ -182,10 +179,7 @@ fn a_prover_preempted_in_its_last_call_of_a_multiexp_returns_at_the_next_chunk()
     // whole low proof (its multiexps take about 1.5 s with these fakes on two cores), since
     // which call a request meets depends on timing: without the loop's fix, this failed in 2 of
     // 6 runs with six requests in the first 220 ms, hence the many.
-    let low_options = ProveOptions {
-        chunk_terms: 1 << 10,
-        ..options(Priority::Low, Some("fake-0"))
-    };
+    let low_options = options(Priority::Low, Some("fake-0")).chunk_terms(1 << 10);
     let alone = prove(short, &low_options);
     assert!(alone.gpu_chunks_total() > 0, "{alone:?}");
     let mut preempted = 0;
@@ -213,10 +207,7 @@ fn a_preempted_call_keeps_the_chunks_it_had_finished() {
     // and a device computes a call in pieces (a fake one: a chunk each), so a request in the
     // middle of a call leaves the chunks before it in the sum; `prove` checks that every chunk
     // still counts exactly once.
-    let low_options = ProveOptions {
-        chunk_terms: 1 << 10,
-        ..options(Priority::Low, Some("fake-0"))
-    };
+    let low_options = options(Priority::Low, Some("fake-0")).chunk_terms(1 << 10);
     let (mut preempted, mut kept, mut lost) = (0, 0, Duration::ZERO);
     for delay_ms in [60, 140, 220] {
         let low = std::thread::scope(|s| {
@@ -345,10 +336,7 @@ fn a_low_quotient_in_steps_from_its_first_try_keeps_them_when_interrupted() {
     // step, with a wide margin on either side (the first step is done at about 330 ms, the
     // whole quotient at about 1.3 s).
     let _slow = slow_fake_quotients(40_000);
-    let stepped = ProveOptions {
-        stepped_quotient_from: 0,
-        ..options(Priority::Low, Some("fake-0"))
-    };
+    let stepped = options(Priority::Low, Some("fake-0")).stepped_quotient_from(0);
     let (low, high) = std::thread::scope(|s| {
         let low = s.spawn(|| prove(long, &stepped));
         wait_for_holder("fake-0", Priority::Low);
@@ -784,10 +772,7 @@ fn a_high_prover_waits_less_than_one_chunk_of_the_holder() {
     // once in 15 runs beside two busy loops on the 2-core development machine).
     let chunk_terms = 1 << 15;
     let chunk = Duration::from_micros(4 * chunk_terms as u64);
-    let low_options = ProveOptions {
-        chunk_terms,
-        ..options(Priority::Low, Some("fake-0"))
-    };
+    let low_options = options(Priority::Low, Some("fake-0")).chunk_terms(chunk_terms);
     for delay_ms in [30, 90] {
         let (low, high) = std::thread::scope(|s| {
             let low = s.spawn(|| prove(long, &low_options));

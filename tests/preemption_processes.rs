@@ -57,12 +57,10 @@ fn child_prover() {
     let devices = std::env::var(CHILD_DEVICES_ENV)
         .ok()
         .map(|d| d.split(',').map(str::to_string).collect());
-    let options = ProveOptions {
-        priority,
-        chunk_terms,
-        devices,
-        ..ProveOptions::default()
-    };
+    let options = ProveOptions::default()
+        .priority(priority)
+        .chunk_terms(chunk_terms)
+        .devices(devices);
     println!("READY");
     prove_and_print(circuit, &params, &options);
 }

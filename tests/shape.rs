@@ -88,10 +88,7 @@ fn a_batch_records_its_first_circuit_and_reuses_the_shape() {
         assert!(verify_proof(&pvk, proof, &[*image]).unwrap());
     }
     // Without the reuse, the same proofs from full synthesis.
-    let options = ProveOptions {
-        reuse_shape_in_batch: false,
-        ..ProveOptions::default()
-    };
+    let options = ProveOptions::default().reuse_shape_in_batch(false);
     let full =
         create_proof_batch_with_options(circuits, &params, ones.clone(), ones, &options).unwrap();
     assert!(full.iter().all(|(_, r)| !r.shape_used));

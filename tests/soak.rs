@@ -61,11 +61,9 @@ fn soak_child() {
     )
     .unwrap();
     let circuit = Squares::log2(k);
-    let options = ProveOptions {
-        priority,
-        chunk_terms: 1 << 10,
-        ..ProveOptions::default()
-    };
+    let options = ProveOptions::default()
+        .priority(priority)
+        .chunk_terms(1 << 10);
     prove_and_print(circuit, &params, &options);
 }
 

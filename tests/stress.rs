@@ -70,12 +70,10 @@ fn many_provers_at_random_priorities_share_two_devices() {
                     let guard = (t % 5 == 4).then(|| PriorityGuard::acquire(priority).unwrap());
                     let mut mine = Vec::new();
                     for _ in 0..proofs {
-                        let options = ProveOptions {
-                            priority,
-                            chunk_terms: 1 << 10,
-                            devices: only.clone(),
-                            ..ProveOptions::default()
-                        };
+                        let options = ProveOptions::default()
+                            .priority(priority)
+                            .chunk_terms(1 << 10)
+                            .devices(only.clone());
                         let (proof, report) =
                             create_random_proof_with_options(circuit, params, rng, &options)
                                 .unwrap();
