@@ -39,6 +39,66 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # GPUs and priorities
+//!
+//! With the `gpu` feature, the FFTs and multiexps run on every OpenCL GPU the machine has
+//! (NVIDIA, AMD, or PoCL on a CPU for tests); without a device, or with `use_gpu` off, everything
+//! runs on the CPU with the same results. Provers in one process or in many share the devices
+//! through lock files in the temp directory (`gpu::locks`). Each proof has a
+//! [`Priority`](groth16::Priority): `Low`, `Normal` or `High`. A prover holding a device hands it
+//! to a higher priority at its next chunk of work (milliseconds), frees its device memory, goes
+//! on on the CPU without losing finished chunks, and takes the device back once it is free.
+//! `create_proof_in_priority` and the `*_batch_in_priority` functions prove at `High`, as
+//! bellperson's do.
+//!
+//! # Options and reports
+//!
+//! `create_proof_with_options` (and its batch and random-`r`/`s` forms) take
+//! [`ProveOptions`](groth16::ProveOptions) (priority, GPU use, devices, chunk size) and return a
+//! [`ProofReport`](groth16::ProofReport) beside each proof: where each chunk ran, how often the
+//! proof was preempted and came back, how long it waited, its device memory, GPU failures it
+//! recovered from, and the synthesis's split. The report is how a service (or a test) knows what
+//! happened; the log (`log` crate, target `preemptible_groth16`) says why.
+//!
+//! ```
+//! use preemptible_groth16::groth16::{
+//!     create_random_proof_with_options, generate_random_parameters, Priority, ProveOptions,
+//! };
+//! # use preemptible_groth16::{Circuit, ConstraintSystem, SynthesisError, Scalar};
+//! # #[derive(Clone, Copy)]
+//! # struct Cube;
+//! # impl Circuit<Scalar> for Cube {
+//! #     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+//! #         let x = cs.alloc(|| "x", || Ok(Scalar::from(3u64)))?;
+//! #         let y = cs.alloc_input(|| "y", || Ok(Scalar::from(9u64)))?;
+//! #         cs.enforce(|| "x * x = y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+//! #         Ok(())
+//! #     }
+//! # }
+//! let mut rng = rand::thread_rng();
+//! let params = generate_random_parameters(Cube, &mut rng)?;
+//! let options = ProveOptions::with_priority(Priority::Low).use_gpu(false);
+//! let (_proof, report) = create_random_proof_with_options(Cube, &params, &mut rng, &options)?;
+//! assert_eq!(report.gpu_chunks_total(), 0);
+//! println!("{} chunks, {} preemptions, {:?} in all", report.total_chunks, report.preemptions, report.total);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Large circuits
+//!
+//! [`MappedParameters`](groth16::MappedParameters) proves from a parameter file mapped into
+//! memory, decoding each query a window at a time, so host memory stays well under the file's
+//! size. A [`CircuitShape`](groth16::CircuitShape) records a circuit's constraints once; proofs
+//! made from it (through [`PreparedParameters`](groth16::PreparedParameters), or automatically
+//! for the second and later circuits of a batch) only compute the witness, then evaluate the
+//! constraints on all cores, and are verified before they are returned.
+//!
+//! # Coming from bellperson
+//!
+//! [`compat::bellperson`] mirrors bellperson 0.27's paths, names and signatures (its circuits
+//! of bellpepper-core 0.2 and its gadgets included): change the `use` lines and keep the code.
+//! Files and proofs are byte-compatible both ways, and bellperson's lock files are honoured.
+//!
 //! Module map (see `docs/ARCHITECTURE.md`): [`multicore`] owns the thread pool, [`multiexp`] the
 //! Pippenger multi-scalar multiplication, [`domain`] the FFTs, [`groth16`] the protocol.
 #![deny(missing_docs, rustdoc::broken_intra_doc_links)]
