@@ -41,6 +41,11 @@ pub struct ProveOptions {
     /// because the parameters fix the constraints: circuits whose constraints differ from the
     /// first one's could not give proofs that verify with the same parameters anyway.
     pub reuse_shape_in_batch: bool,
+    /// In a batch, how many synthesized witnesses may wait for the prover while it proves the
+    /// one before (witnesses are synthesized beside the proofs, on a thread of their own).
+    /// `None`: as many as fit in a quarter of the memory available at the batch's start, one to
+    /// eight.
+    pub witnesses_ahead: Option<usize>,
 }
 
 /// Default of [`ProveOptions::stepped_quotient_from`]: 2^22 values, where the whole quotient
@@ -60,6 +65,7 @@ impl Default for ProveOptions {
             chunk_terms: DEFAULT_CHUNK_TERMS,
             stepped_quotient_from: DEFAULT_STEPPED_QUOTIENT_FROM,
             reuse_shape_in_batch: true,
+            witnesses_ahead: None,
         }
     }
 }
@@ -110,6 +116,13 @@ impl ProveOptions {
     /// ([`ProveOptions::reuse_shape_in_batch`]).
     pub fn reuse_shape_in_batch(mut self, reuse: bool) -> Self {
         self.reuse_shape_in_batch = reuse;
+        self
+    }
+
+    /// These options with at most `n` synthesized witnesses waiting in a batch, or sized from
+    /// the available memory for `None` ([`ProveOptions::witnesses_ahead`]).
+    pub fn witnesses_ahead(mut self, n: Option<usize>) -> Self {
+        self.witnesses_ahead = n;
         self
     }
 }

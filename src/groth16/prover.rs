@@ -35,7 +35,6 @@ use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group, UncompressedEncoding};
 use rand_core::RngCore;
-use rayon::prelude::*;
 use std::time::{Duration, Instant};
 
 /// The sums of a proof's five multiexps.
@@ -406,71 +405,97 @@ struct Synthesized {
     cs: ProvingAssignment,
     /// Whether the witness alone was computed and the constraints evaluated from a shape.
     shape_used: bool,
+    /// The whole synthesis of this circuit.
+    synthesis: Duration,
     witness: Duration,
     evaluation: Duration,
 }
 
-/// The batch's circuits synthesized on the pool: each for its witness only when `given` (the
-/// parameters' shape) is there; else the first fully, its shape recorded on the way and used for
-/// the others ([`ProveOptions::reuse_shape_in_batch`]); else each fully.
-fn synthesize_batch<C: AnyCircuit + Send>(
+/// The batch's circuits synthesized one after another, each handed to `send` as soon as it is
+/// done (synthesis stops when `send` returns false: the prover has stopped): each for its
+/// witness only when `given` (the parameters' shape) is there; else the first fully, its shape
+/// recorded on the way and used for the others ([`ProveOptions::reuse_shape_in_batch`]); else
+/// each fully. The evaluations from a shape run on the pool.
+fn synthesize_each<C: AnyCircuit + Send>(
     circuits: Vec<C>,
     given: Option<&CircuitShape>,
     size: &AssignmentSize,
     options: &ProveOptions,
-) -> Result<Vec<Synthesized>, SynthesisError> {
+    mut send: impl FnMut(Result<Synthesized, SynthesisError>) -> bool,
+) {
     let from_shape = |circuit: C, shape: &CircuitShape| {
         let started = Instant::now();
         let witness = WitnessAssignment::of(circuit, shape)?;
         let witness_time = started.elapsed();
-        let cs = shape.evaluate(witness, size.domain)?;
+        let cs = multicore::install(|| shape.evaluate(witness, size.domain))?;
         Ok(Synthesized {
             cs,
             shape_used: true,
+            synthesis: started.elapsed(),
             witness: witness_time,
             evaluation: started.elapsed() - witness_time,
         })
     };
-    let full = |cs| Synthesized {
+    let full = |cs, started: Instant| Synthesized {
         cs,
         shape_used: false,
+        synthesis: started.elapsed(),
         witness: Duration::ZERO,
         evaluation: Duration::ZERO,
     };
-    multicore::install(|| {
-        if let Some(shape) = given {
-            return circuits
-                .into_par_iter()
-                .map(|c| from_shape(c, shape))
-                .collect();
-        }
-        if !options.reuse_shape_in_batch || circuits.len() < 2 {
-            return circuits
-                .into_par_iter()
-                .map(|c| synthesize(c, size).map(full))
-                .collect();
-        }
-        let mut rest = circuits.into_iter();
-        let Some(first) = rest.next() else {
-            return Ok(Vec::new());
+    let record = options.reuse_shape_in_batch && circuits.len() > 1 && given.is_none();
+    let mut recorded = None;
+    for (i, circuit) in circuits.into_iter().enumerate() {
+        let started = Instant::now();
+        let next = match (given.or(recorded.as_ref()), record && i == 0) {
+            (Some(shape), _) => from_shape(circuit, shape),
+            (None, true) => synthesize_recording(circuit, size).map(|(cs, shape)| {
+                log::info!(
+                    "prove: the batch's first circuit recorded as a shape ({} terms, {} bytes); \
+                     the others run for their witness only",
+                    shape.num_terms(),
+                    shape.memory_bytes()
+                );
+                recorded = Some(shape);
+                full(cs, started)
+            }),
+            (None, false) => synthesize(circuit, size).map(|cs| full(cs, started)),
         };
-        let (cs, shape) = synthesize_recording(first, size)?;
-        log::info!(
-            "prove: the batch's first circuit recorded as a shape ({} terms, {} bytes); the \
-             others run for their witness only",
-            shape.num_terms(),
-            shape.memory_bytes()
-        );
-        let others: Vec<C> = rest.collect();
-        let mut all = vec![full(cs)];
-        all.extend(
-            others
-                .into_par_iter()
-                .map(|c| from_shape(c, &shape))
-                .collect::<Result<Vec<_>, SynthesisError>>()?,
-        );
-        Ok(all)
-    })
+        if let Ok(s) = &next {
+            log::debug!(
+                "prove: witness {i} of {} constraints synthesized in {:.2?}",
+                s.cs.a.len(),
+                s.synthesis
+            );
+        }
+        let failed = next.is_err();
+        if !send(next) || failed {
+            return;
+        }
+    }
+}
+
+/// How many synthesized witnesses a batch keeps waiting for the prover
+/// ([`ProveOptions::witnesses_ahead`]); unset, as many as fit in a quarter of the memory
+/// available now (Linux), one to eight, else two.
+fn witnesses_ahead(options: &ProveOptions, size: &AssignmentSize, count: usize) -> usize {
+    if let Some(n) = options.witnesses_ahead {
+        return n.max(1);
+    }
+    // The three evaluation vectors (grown to the domain) and the witness, 32 bytes a value.
+    let bytes = (3 * size.domain + size.inputs + size.aux) * 32;
+    let ahead = available_memory()
+        .map(|free| (free / 4 / bytes.max(1) as u64) as usize)
+        .unwrap_or(2);
+    ahead.clamp(1, 8).min(count.max(1))
+}
+
+/// The memory the kernel says is available for new allocations (`MemAvailable`), on Linux.
+fn available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// A proof made from a shape must verify: a circuit whose constraints differ from its shape's
@@ -519,46 +544,59 @@ where
         inputs: params.vk().ic.len(),
         aux: params.l().len(),
     };
-    let synthesized = synthesize_batch(circuits, params.shape(), &size, options)?;
-    let synthesis = start.elapsed();
-    if let Some(s) = synthesized.first() {
-        log::info!(
-            "prove: {count} witness(es) of {} constraints synthesized in {synthesis:.2?}",
-            s.cs.a.len(),
-        );
-    }
+    let ahead = witnesses_ahead(options, &size, count);
+    let given = params.shape();
+    // Witnesses are synthesized on a thread of their own while this one proves the ones before,
+    // at most `ahead` of them waiting: a batch takes about the larger of its synthesis and its
+    // device work instead of their sum, and holds a bounded number of witnesses.
+    let (sender, synthesized) = std::sync::mpsc::sync_channel(ahead);
     let mut pvk = None;
-    let proofs = synthesized
-        .into_iter()
-        .zip(r.into_iter().zip(s))
-        .map(|(synthesized, (r, s))| {
-            let Synthesized {
-                cs,
-                shape_used,
-                witness,
-                evaluation,
-            } = synthesized;
-            let mut report = ProofReport {
-                priority: options.priority,
-                synthesis,
-                shape_used,
-                witness,
-                evaluation,
-                ..ProofReport::default()
-            };
-            let inputs = shape_used.then(|| cs.input_assignment[1..].to_vec());
-            // On the caller's thread, not as one job of the pool: a whole proof queued in the pool
-            // can be stolen by a worker waiting inside another proof and then block that proof
-            // until it ends. The parallel steps inside use the pool.
-            let proof = prove(cs, &params, r, s, options, &mut report)?;
-            if let Some(inputs) = inputs {
-                let pvk = pvk.get_or_insert_with(|| prepare_verifying_key(params.vk()));
-                check_shaped_proof(pvk, &proof, &inputs)?;
-            }
-            report.total = start.elapsed();
-            Ok((proof, report))
-        })
-        .collect::<Result<Vec<_>, SynthesisError>>()?;
+    let proofs = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("groth16-synthesis".into())
+            .spawn_scoped(scope, {
+                let size = &size;
+                // The sender moves to the thread, so the prover's receiving ends with it.
+                move || {
+                    synthesize_each(circuits, given, size, options, |next| {
+                        sender.send(next).is_ok()
+                    })
+                }
+            })
+            .map_err(SynthesisError::IoError)?;
+        synthesized
+            .into_iter()
+            .zip(r.into_iter().zip(s))
+            .map(|(synthesized, (r, s))| {
+                let Synthesized {
+                    cs,
+                    shape_used,
+                    synthesis,
+                    witness,
+                    evaluation,
+                } = synthesized?;
+                let mut report = ProofReport {
+                    priority: options.priority,
+                    synthesis,
+                    shape_used,
+                    witness,
+                    evaluation,
+                    ..ProofReport::default()
+                };
+                let inputs = shape_used.then(|| cs.input_assignment[1..].to_vec());
+                // On the caller's thread, not as one job of the pool: a whole proof queued in the
+                // pool can be stolen by a worker waiting inside another proof and then block that
+                // proof until it ends. The parallel steps inside use the pool.
+                let proof = prove(cs, &params, r, s, options, &mut report)?;
+                if let Some(inputs) = inputs {
+                    let pvk = pvk.get_or_insert_with(|| prepare_verifying_key(params.vk()));
+                    check_shaped_proof(pvk, &proof, &inputs)?;
+                }
+                report.total = start.elapsed();
+                Ok((proof, report))
+            })
+            .collect::<Result<Vec<_>, SynthesisError>>()
+    })?;
     log::info!("prove: {count} proof(s) in {:.2?}", start.elapsed());
     Ok(proofs)
 }

@@ -1,0 +1,114 @@
+//! A batch synthesizes its witnesses beside its proofs: a later circuit is synthesized while an
+//! earlier one is proven, and no more than `ProveOptions::witnesses_ahead` witnesses wait.
+
+mod circuits;
+
+use circuits::Squares;
+use preemptible_groth16::groth16::{
+    create_proof_batch_with_options, generate_random_parameters, prepare_verifying_key,
+    verify_proof, ProveOptions,
+};
+use preemptible_groth16::{Circuit, ConstraintSystem, Scalar, SynthesisError};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// [`Squares`], noting when its synthesis starts (after `t0`) under its index.
+#[derive(Clone)]
+struct Timed {
+    inner: Squares,
+    index: usize,
+    t0: Instant,
+    starts: Arc<Mutex<Vec<(usize, Duration)>>>,
+}
+
+impl Circuit<Scalar> for Timed {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        self.starts
+            .lock()
+            .unwrap()
+            .push((self.index, self.t0.elapsed()));
+        self.inner.synthesize(cs)
+    }
+}
+
+#[test]
+fn later_witnesses_are_synthesized_while_earlier_proofs_run_and_at_most_the_bound_wait() {
+    let squares = Squares::log2(12);
+    let rng = &mut ChaCha20Rng::seed_from_u64(3);
+    let params = generate_random_parameters(squares, rng).unwrap();
+    let pvk = prepare_verifying_key(&params.vk);
+    let starts = Arc::new(Mutex::new(Vec::new()));
+    let t0 = Instant::now();
+    let circuits = (0..4)
+        .map(|index| Timed {
+            inner: squares,
+            index,
+            t0,
+            starts: starts.clone(),
+        })
+        .collect();
+    let options = ProveOptions::default().witnesses_ahead(Some(1));
+    let rs = || {
+        (0..4)
+            .map(|i| Scalar::from(i as u64 + 2))
+            .collect::<Vec<_>>()
+    };
+    let proofs = create_proof_batch_with_options(circuits, &params, rs(), rs(), &options).unwrap();
+    assert_eq!(proofs.len(), 4);
+    for (proof, report) in &proofs {
+        assert!(verify_proof(&pvk, proof, &[squares.output()]).unwrap());
+        // Each report's synthesis is its own circuit's, not the batch's.
+        assert!(report.synthesis < report.total, "{report:?}");
+    }
+    let starts = starts.lock().unwrap().clone();
+    let start_of = |i: usize| starts.iter().find(|(j, _)| *j == i).unwrap().1;
+    assert_eq!(starts.len(), 4, "{starts:?}");
+    let first_proof_done = proofs[0].1.total;
+    // Beside: the second circuit is synthesized before the first proof is done.
+    assert!(
+        start_of(1) < first_proof_done,
+        "circuit 1 started at {:?}, proof 0 done at {first_proof_done:?}",
+        start_of(1)
+    );
+    // Bounded: with one witness allowed to wait, the fourth circuit cannot start before the
+    // prover has taken the second, which it does only once the first proof is done.
+    assert!(
+        start_of(3) >= first_proof_done,
+        "circuit 3 started at {:?}, proof 0 done at {first_proof_done:?}",
+        start_of(3)
+    );
+}
+
+#[test]
+fn an_unsatisfied_circuit_in_a_pipelined_batch_is_an_error() {
+    #[derive(Clone)]
+    struct Unsatisfied;
+    impl Circuit<Scalar> for Unsatisfied {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), SynthesisError> {
+            let x = cs.alloc(|| "x", || Ok(Scalar::from(2u64)))?;
+            let y = cs.alloc_input(|| "y", || Ok(Scalar::from(5u64)))?;
+            cs.enforce(|| "x * x = y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+            Ok(())
+        }
+    }
+    let rng = &mut ChaCha20Rng::seed_from_u64(4);
+    let params = generate_random_parameters(Unsatisfied, rng).unwrap();
+    let options = ProveOptions::default().witnesses_ahead(Some(1));
+    let ones = vec![Scalar::from(1u64); 5];
+    let result = create_proof_batch_with_options(
+        vec![Unsatisfied; 5],
+        &params,
+        ones.clone(),
+        ones,
+        &options,
+    );
+    assert!(
+        matches!(result, Err(SynthesisError::Unsatisfiable)),
+        "{result:?}"
+    );
+}
