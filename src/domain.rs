@@ -293,8 +293,8 @@ pub enum QuotientInput {
 /// coset (an interpolation and a coset evaluation), then the combination and the interpolation
 /// back. A device that must give up the quotient halfway loses only the step it was in, and the
 /// next try, on a device or on the CPU, goes on from the last finished step. Done in one piece,
-/// a 2^24-constraint quotient (about 1.3 s on the H200) never finished while short proofs took
-/// the device every 0.6 s; it went on only when they stopped (ninth session).
+/// a 2^24-constraint quotient (about 1.3 s on the H200) never finishes while short proofs take
+/// the device every 0.6 s, and goes on only once they stop (H200 host, docs/BENCHMARKS.md).
 #[derive(Clone, Debug, PartialEq)]
 pub struct QuotientSteps {
     /// The domain's size, a power of two.

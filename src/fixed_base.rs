@@ -64,8 +64,8 @@ impl<G: CurveAffine> FixedBaseTable<G> {
     /// `[s * base for s in scalars]` in affine form, in parallel: slices of [`AFFINE_SLICE`]
     /// products accumulated in affine form, each window's additions sharing inversions
     /// (`src/batch_affine.rs`). Mixed additions into projective sums, converted to affine form
-    /// afterwards, made the whole setup take 1.56x as long (2^17 and 2^18 constraints on the
-    /// 2-core development machine, docs/BENCHMARKS.md, seventeenth session).
+    /// afterwards, make the whole setup take 1.56x as long (2^17 and 2^18 constraints on the
+    /// 2-core development machine; docs/BENCHMARKS.md).
     pub(crate) fn mul_all(&self, scalars: &[Scalar]) -> Vec<G> {
         let mut out = vec![G::identity(); scalars.len()];
         // The identity's table holds only the identity, as do its products (`out` already).

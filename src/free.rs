@@ -1,14 +1,14 @@
 //! Freeing large vectors off the prover's path, without stalling the rest of the process.
 //!
 //! Dropping a vector of hundreds of MiB hands its pages back to the system: tens of milliseconds
-//! for the 512 MiB vectors of a 2^24 quotient (H200 host, tenth session), so the prover drops
+//! for the 512 MiB vectors of a 2^24 quotient (H200 host), so the prover drops
 //! them on a thread of its own ([`free_in_background`]). That alone is not enough on Linux: the
 //! `munmap` of a large allocation keeps the process's address space locked while it frees the
 //! pages, and every thread that starts a thread (or maps memory) meanwhile waits. Freeing a 2 GiB
 //! vector held a thread start in another thread for 125 ms (4 GiB: 313 ms; 2-core development
 //! machine, Linux 6.18), and on the H200 host a 2^24 low prover went 115 ms without a probe of
 //! its device while its H multiexp's worker waited to start behind the free of the quotient's
-//! vectors (fifteenth session): a higher priority's request would have waited as long.
+//! vectors: a higher priority's request would have waited as long (docs/BENCHMARKS.md).
 //!
 //! So, with the `gpu` feature on Linux, a large vector's pages are first handed back in pieces
 //! of [`PIECE`] with `madvise(MADV_DONTNEED)`, which leaves the address space unlocked between

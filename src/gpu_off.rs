@@ -1,7 +1,7 @@
 //! The GPU API without the `gpu` feature: a priority guard that claims nothing and a query that
 //! finds no device, with the signatures of the `gpu` build, so that code calling them builds
-//! either way without a `cfg` of its own (the seed's review asked for the no-GPU side of every
-//! such `cfg`). Without the feature every proof runs on the CPU.
+//! either way without a `cfg` of its own (the no-GPU side of every such `cfg` is here, in one
+//! place). Without the feature every proof runs on the CPU.
 
 use crate::priority::Priority;
 

@@ -39,9 +39,9 @@ static BACKGROUND: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
 const BACKGROUND_NICE: i32 = 10;
 
 /// Host threads that fill one slot of a device's pinned staging memory (`gpu::buffer`):
-/// [`FILL_THREADS_ENV`], else half the crate's threads ([`THREADS_ENV`]), 2 to 8. Four filled
-/// G1 bases at about 14 GB/s on the H200 host, a quarter of a 2^24-term multiexp's time (sixth
-/// session); eight at about 27 GB/s (eighth).
+/// [`FILL_THREADS_ENV`], else half the crate's threads ([`THREADS_ENV`]), 2 to 8. Four fill
+/// G1 bases at about 14 GB/s, a quarter of a 2^24-term multiexp's time, and eight at about
+/// 27 GB/s (H200 host, 16 cores; docs/BENCHMARKS.md).
 #[cfg(feature = "gpu")]
 pub(crate) fn fill_threads() -> usize {
     static FILL: OnceLock<usize> = OnceLock::new();
@@ -85,9 +85,9 @@ fn finish(builder: rayon::ThreadPoolBuilder, threads: usize) -> Option<rayon::Th
 }
 
 /// A second, smaller pool that leaves a few threads to the GPU worker running beside it: the
-/// CPU's share of a multiexp split with a device. On the crate's whole pool it kept every core
-/// busy, and the device worker's host steps (staging writes, the count's round trip) took up to 5x
-/// longer (H200 host, 16 cores, sixth session), the device idling meanwhile.
+/// CPU's share of a multiexp split with a device. On the crate's whole pool it keeps every core
+/// busy, and the device worker's host steps (staging writes, the count's round trip) take up to
+/// 5x longer, the device idling meanwhile (H200 host, 16 cores; docs/BENCHMARKS.md).
 #[cfg(feature = "gpu")]
 fn beside_devices_pool() -> Option<&'static rayon::ThreadPool> {
     BESIDE_DEVICES
@@ -108,12 +108,12 @@ fn beside_devices_pool() -> Option<&'static rayon::ThreadPool> {
 /// took its device, which has host work of its own (synthesis, transfers, the CPU side of its
 /// multiexps), all of it short tasks that sleep and wake.
 ///
-/// Nice + 10 was not enough: on the H200 host (seventeenth session) a 2^16 high proof took 61 ms
-/// alone and 123 ms (p50) beside a preempted 2^24 low prover, its 2 MiB uploads 7-12 ms instead
-/// of 2 and its host sums 3-8 ms instead of 1. A thread that wakes on a core a nice thread runs
-/// on may wait for that thread's time slice (the EEVDF scheduler of Linux 6.6 and later lets the
-/// running task reach its slice's end), whereas a task of the idle policy is preempted at once
-/// by any other that wakes, and gets a core only when nothing else wants it.
+/// Nice + 10 alone is not enough: beside a preempted 2^24 low prover at nice + 10, a 2^16 high
+/// proof takes 123 ms (p50) instead of 61 ms alone, its 2 MiB uploads 7-12 ms instead of 2 and its
+/// host sums 3-8 ms instead of 1 (H200 host, 16 cores; docs/BENCHMARKS.md). A thread that wakes on
+/// a core a nice thread runs on may wait for that thread's time slice (the EEVDF scheduler of Linux
+/// 6.6 and later lets the running task reach its slice's end), whereas a task of the idle policy is
+/// preempted at once by any other that wakes, and gets a core only when nothing else wants it.
 #[cfg(feature = "gpu")]
 fn background_pool() -> Option<&'static rayon::ThreadPool> {
     BACKGROUND

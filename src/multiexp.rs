@@ -323,11 +323,11 @@ impl Density {
     /// bases are stored for every input and for the used auxiliary variables only.
     ///
     /// On all threads, into a vector of the final size: each piece of the variables is counted,
-    /// then copied to its place. Done serially, with the vector growing as it went and the
-    /// head copied in front afterwards, the A and B selections took 0.8 s each at 2^24
+    /// then copied to its place. Done serially, with the vector growing as it goes and the
+    /// head copied in front afterwards, the A and B selections take 0.8 s each at 2^24
     /// constraints, a quarter of the proof after synthesis, and 37 ms each at 2^20 (H200 host,
-    /// ninth session); and a device taken from the prover meanwhile sat idle, as nothing asked
-    /// for it until the next multiexp.
+    /// 16 cores; docs/BENCHMARKS.md); and a device taken from the prover meanwhile sits idle, as
+    /// nothing asks for it until the next multiexp.
     pub fn select_after(&self, head: &[ScalarRepr], scalars: &[ScalarRepr]) -> Vec<ScalarRepr> {
         const PIECE: usize = 1 << 14;
         let n = scalars.len().min(self.bits.len());

@@ -89,10 +89,10 @@ const PROBE_EVERY: std::time::Duration = std::time::Duration::from_millis(1);
 const LOOK_EVERY: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// Waits for `event`, asking `interrupt` about every millisecond. A transfer on an in-order queue
-/// waits for every kernel enqueued before it, hundreds of milliseconds at 2^24 (the quotient of a
-/// 2^24 proof went 0.8 s without a probe while a slot waited, H200, fifth session), and a prover
-/// asked to give the device up must see the request meanwhile. The queue is flushed first, so
-/// that the event gets to run while we look at it. It spins rather than sleeps between looks, as
+/// waits for every kernel enqueued before it, hundreds of milliseconds at 2^24 (a blocking wait
+/// there keeps a 2^24 proof's quotient from probing for 0.8 s while a slot waits, H200), and a
+/// prover asked to give the device up must see the request meanwhile. The queue is flushed first,
+/// so that the event gets to run while we look at it. It spins rather than sleeps between looks, as
 /// the driver's own blocking wait does: a thread that sleeps while the CPU's share of a multiexp
 /// keeps every core busy wakes late, and the device idles meanwhile.
 pub(crate) fn wait_interruptible(

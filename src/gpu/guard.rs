@@ -1,6 +1,5 @@
-//! A priority claim that outlives one proof, and a query whether a device is free: the seed's
-//! `acquire_gpu` / `PriorityLock` and `gpu_is_available`, on the lock protocol of
-//! [`super::locks`].
+//! A priority claim that outlives one proof ([`PriorityGuard`]), and a query whether a device is
+//! free ([`gpu_is_available`]), on the lock protocol of [`super::locks`].
 
 use super::backend;
 use super::locks::{self, LockError, PriorityFlag};

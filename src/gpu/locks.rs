@@ -15,26 +15,26 @@
 //!
 //! 1. At most one [`GpuLock`] per device exists at any time, across all processes.
 //! 2. A prover raises the flag of its own level only; holders probe only levels strictly above
-//!    their own. So nobody yields to itself or to its equals (the seed's self-preemption bug
-//!    cannot happen): a prover that finds the device held at its own level computes on the CPU
-//!    and takes the device at a chunk boundary once it is free, in no fixed order among equals.
+//!    their own. So nobody yields to itself or to its equals: a prover that finds the device held
+//!    at its own level computes on the CPU and takes the device at a chunk boundary once it is
+//!    free, in no fixed order among equals.
 //! 3. Every lock is a `flock` on an open file description, released by the kernel when the file
 //!    is closed or its process dies: a crash at any point leaves nothing locked. A lock file's
 //!    text may be stale after a crash; it is trusted only while the file is locked.
 //! 4. Nothing here waits for long: acquisition and probes are try-locks; the shared lock of a
 //!    flag waits at most for a probe, which holds its exclusive lock for two system calls.
 //!    Callers that wait for a device sleep between tries.
-//! 5. A probe that meets another probe (the status view's, say) does not read it as a request:
-//!    a failed exclusive try is followed by a shared one and, if that succeeds, by converting it
-//!    to exclusive, which fails only beside a flag held shared, that is raised (`flag_raised`);
-//!    and a holder yields only when a flag reads raised twice, 200 us apart. Without this, a
-//!    status view beside a holder could make it yield for nothing: the demo samples the status
-//!    every 2 ms, and its run with a 2^24 low prover showed 21 yields for 12 high-priority
-//!    proofs, 9 of them with no higher prover taking the device (H200, eighth session, run28);
-//!    with the shared try alone, 13 yields for 12 (ninth session). The conversion relies on
-//!    Linux `flock`, which drops our shared lock before it checks for others; where converting
-//!    on the same file fails against our own lock, a probe meeting a probe can still read as a
-//!    request (a needless yield, never a missed request).
+//! 5. A probe that meets another probe (the status view's, say) does not read it as a request: a
+//!    failed exclusive try is followed by a shared one and, if that succeeds, by converting it to
+//!    exclusive, which fails only beside a flag held shared, that is raised (`flag_raised`); and a
+//!    holder yields only when a flag reads raised twice, 200 us apart. Without this, a status view
+//!    beside a holder makes it yield for nothing: beside the demo's status view, which samples
+//!    every 2 ms, a 2^24 low prover that reads a failed exclusive try as a request yields 21 times
+//!    for 12 high-priority proofs, 9 of them with no higher prover taking the device; with the
+//!    shared try but no conversion, 13 times for 12 (H200; docs/BENCHMARKS.md). The conversion
+//!    relies on Linux `flock`, which drops our shared lock before it checks for others; where
+//!    converting on the same file fails against our own lock, a probe meeting a probe can still
+//!    read as a request (a needless yield, never a missed request).
 //! 6. A file that cannot be created, opened or locked is a [`LockError`], never a panic; the
 //!    caller then computes on the CPU.
 //! 7. Deleting the lock directory while provers run breaks invariant 1 for a moment: a holder
@@ -370,9 +370,9 @@ impl HigherPriorityProbe {
 /// 2. It failed; a shared try fails too: another probe holds it exclusively, which excludes any
 ///    raised flag at this moment (one raised meanwhile is seen at the next probe), no.
 /// 3. The shared try succeeded, which happens both beside a raised flag and after the other
-///    probe let go between our two tries (the race that made a 2^24 holder yield for nothing
-///    once in 13 preemptions, H200, ninth session). Converting our shared lock to an exclusive
-///    one tells them apart: it succeeds only when nobody else holds the file.
+///    probe let go between our two tries (without the conversion, this race makes a 2^24 holder
+///    yield for nothing about once in 13 preemptions on the H200). Converting our shared lock to
+///    an exclusive one tells them apart: it succeeds only when nobody else holds the file.
 ///
 /// Two probes in step 3 at once can still read each other as raised;
 /// [`HigherPriorityProbe::anyone_waiting`] reads a flag twice before it says yes.

@@ -30,9 +30,9 @@ pub use crate::config::OPTIONS_ENV;
 
 /// The compiler options a device's programs are built with: on NVIDIA the inline-PTX
 /// multiplication, kept out of line (with the Fq2 functions), the point formulas inlined. On an
-/// H200 the out-of-line multiplication made the first G1 build 3.9 s instead of 54.5 s (portable,
+/// H200 the out-of-line multiplication makes the first G1 build 3.9 s instead of 54.5 s (portable,
 /// all inlined) and the kernel faster; inlining the point formulas into the sorted multiexp's
-/// kernels made them 7-9% faster again (G1 2^22 0.117 s against 0.129 s, G2 2^20 0.102 s
+/// kernels makes them 7-9% faster again (G1 2^22 0.117 s against 0.129 s, G2 2^20 0.102 s
 /// against 0.110 s) for a longer first build (18 s against 8 s for both groups, then cached;
 /// docs/BENCHMARKS.md has the variants). Other devices get the portable sources as they are.
 pub fn device_options(device: &Device) -> String {

@@ -9,10 +9,10 @@ use crate::multicore;
 pub(crate) type Take<'a> = dyn FnMut(usize, &[u32]) -> Result<(), GpuError> + 'a;
 
 /// `u32` values per staging slot (32 MiB); a stager has two, and a device two stagers (one per
-/// queue): 128 MiB of host memory. Slots of 8 MiB saved 96 MiB of it but filled three times
-/// slower (a 128 MiB upload's filling 7.6 -> 23 ms, G1 2^24 0.172 -> 0.218 s, FFT 2^24 end to end
-/// 46 -> 79 ms; H200, fifteenth session): each slot is filled by several threads that start and
-/// join, and the more slots, the more of those joins.
+/// queue): 128 MiB of host memory. Slots of 8 MiB would save 96 MiB of it but fill three times
+/// slower (a 128 MiB upload's filling 23 ms instead of 7.6, G1 2^24 0.218 s instead of 0.172, FFT
+/// 2^24 end to end 79 ms instead of 46; H200 host, 16 cores; docs/BENCHMARKS.md): each slot is
+/// filled by several threads that start and join, and the more slots, the more of those joins.
 const SLOT: usize = 1 << 23;
 
 /// Uploads of at least this many values (64 MiB) log their speed at debug level.

@@ -147,12 +147,12 @@ fn g1<B: ProofBackend>(
 /// The five multiexps of `cs` (its quotient first) through `work`.
 ///
 /// Each multiexp's scalars are made beside the multiexp before it (the witness's beside the
-/// H query), and each vector is freed once its last reader is done: a 2^20 proof's host memory
-/// peaked at 1330 MiB (672 MiB of parameters) while all of them were made beside the quotient
-/// (H200, fifteenth session). Made only after the multiexp before, they left the device idle
-/// for 20-30 ms of a 2^20 proof (ninth session). Vectors are freed on other threads: 32 MiB
-/// took milliseconds to hand back between two multiexps (tenth session), 512 MiB at 2^24 tens
-/// of milliseconds.
+/// H query), and each vector is freed once its last reader is done. Making all of them beside
+/// the quotient instead raises a 2^20 proof's peak host memory to 1330 MiB (672 MiB of it
+/// parameters); making each only after the multiexp before leaves the device idle for 20-30 ms
+/// of a 2^20 proof. Vectors are freed on other threads: handing 32 MiB back takes milliseconds
+/// between two multiexps, 512 MiB at 2^24 tens of milliseconds. (H200 host, 16 cores;
+/// docs/BENCHMARKS.md.)
 fn multiexps<B: ProofBackend, P: ParameterSource + Sync>(
     cs: ProvingAssignment,
     params: &P,

@@ -9,10 +9,10 @@
 // The bucket sums accumulate in extended Jacobian coordinates (X, Y, ZZ, ZZZ) for
 // (X / ZZ, Y / ZZZ) with ZZ^3 = ZZZ^2 (the EFD's "xyzz", madd-2008-s and mdbl-2008-s-1,
 // https://hyperelliptic.org/EFD/g1p/auto-shortw-xyzz.html): a mixed addition costs 8M + 2S
-// there against 7M + 4S and twice the additions in Jacobian coordinates (madd-2007-bl, which the
-// bucket sums used until the fourteenth session: 2.20 G1 additions per nanosecond on the H200,
-// against 2.45 for this one, docs/BENCHMARKS.md); sppark and the ZPrize multiexps keep their
-// buckets in this form too.
+// there against 7M + 4S and twice the additions in Jacobian coordinates (madd-2007-bl): bucket
+// sums in Jacobian coordinates make 2.20 G1 additions per nanosecond on the H200, against 2.45
+// in xyzz (docs/BENCHMARKS.md); sppark and the ZPrize multiexps keep their buckets in this form
+// too.
 
 #define PT(name) CAT(POINT, CAT(_, name))
 

@@ -145,11 +145,11 @@ FIELD FN(neg)(FIELD a) {
 // products a_j b_i of even j go into E (limbs j, j + 1) and those of odd j into O (limbs j - 1,
 // j), so each half takes its products in one carry chain with no overlap, and the two chains are
 // independent, which gives the GPU two instructions to issue at a time instead of one: 26.8
-// against 17.1 G products/s on an H200, where one chain of lows then highs per half-step was
-// latency-bound (eighth session, `compare gpu-arith`). (This
-// split is the one of sppark's mont_t; the derivation and bounds here are ours.) After the
-// reduction E's low limb is 0, and T / 2^32 = O + E / 2^32 becomes the next step's halves without
-// a shift: E' = O + E_1 (its carry goes to position 1, which is O' limb 0) and O' = E_2.. .
+// against 17.1 G products/s on an H200 for one chain of lows then highs per half-step, which is
+// latency-bound (`compare gpu-arith`; docs/BENCHMARKS.md). (This split is the one of sppark's
+// mont_t; the derivation and bounds here are ours.) After the reduction E's low limb is 0,
+// and T / 2^32 = O + E / 2^32 becomes the next step's halves without a shift: E' = O + E_1
+// (its carry goes to position 1, which is O' limb 0) and O' = E_2.. .
 // Bounds: T < 2P at each step's start (the CIOS bound); the step's total T + a b_i + m P <
 // 2P + 2^33 P < 2^(32 FIELD_LIMBS + 32) as P < 2^(32 FIELD_LIMBS - 1) for both fields, so E has
 // FIELD_LIMBS + 1 limbs and O (at most total / 2^32) FIELD_LIMBS, and as every chain only adds,

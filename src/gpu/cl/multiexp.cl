@@ -64,7 +64,7 @@ __kernel void PT(msm_count)(__global const uint *scalars, __global uint *counts,
 }
 
 // The offsets in three launches (a downloaded count table, summed on the host and uploaded again,
-// took 2.6-2.9 ms of a 2^20-term call on the H200, with the device idle):
+// takes 2.6-2.9 ms of a 2^20-term call on the H200, with the device idle):
 //   msm_block_sums     sums[b] = the counts of block b (SCAN_BLOCK buckets);
 //   msm_scan_sums      one work-group turns the sums into exclusive prefix sums and writes the
 //                      total after the last offset;
@@ -190,15 +190,15 @@ __kernel void PT(msm_segments)(__global const CAT(POINT, _affine) *bases,
     }
     uint k = lo;
     // One loop over the entries, not a loop per bucket: the work-items of a warp then step
-    // together through their `segment` entries, where nested loops made the warp wait at each
+    // together through their `segment` entries, where nested loops make the warp wait at each
     // bucket border for its longest run. At a border the sum so far is stored and restarted. The
     // head and tail go to memory when they are known rather than living in registers through
-    // the loop: with them the kernel took all 255 registers (H200, eighth session), and fewer
-    // work-items fitted on the device.
+    // the loop: kept there, they make the kernel take all 255 registers (H200), and fewer
+    // work-items fit on the device.
     // The running sum is kept in xyzz coordinates (ec.cl) and stored so: converted here, at
-    // each border, the work-item's warp waited for its conversion (seven products) at every
-    // border of any of its 32 work-items, which cost what the cheaper addition saved (H200,
-    // fourteenth session). msm_from_xyzz converts them all afterwards, in step.
+    // each border, the work-item's warp would wait for its conversion (seven products) at every
+    // border of any of its 32 work-items, which costs what the cheaper addition saves (H200;
+    // docs/BENCHMARKS.md). msm_from_xyzz converts them all afterwards, in step.
     bool head_open = offsets[k] < start;
     if (!head_open) parts[2 * seg] = PT(xyzz_identity)();
     uint border = offsets[k + 1];

@@ -159,9 +159,9 @@ impl FftKernel {
             drop(arrivals);
             let joined = upload.join();
             if let (Some(at), Err(e)) = (stopped_at, &result) {
-                // A release 34-61 ms after the request was seen, in this quotient at 2^25
-                // values on the H200 (fourteenth session), while the holder probed every 7-11
-                // ms: this says how much of it is the stop here.
+                // This quotient at 2^25 values on the H200 can release the device 34-61 ms
+                // after the request is seen, while the holder probes every 7-11 ms: this says
+                // how much of that is the stop here.
                 log::debug!(
                     "gpu: quotient of 2^{log_n} values stopped ({e}); upload thread ended and \
                      its uploads freed {:.2?} after",

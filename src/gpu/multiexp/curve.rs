@@ -38,13 +38,13 @@ pub trait GpuCurve: CurveAffine {
     /// 32-bit limbs of one coordinate (12 in `Fq`, 24 in `Fq2`).
     const COORD_LIMBS: usize;
     /// Bucket entries one launch of `msm_segments` sums: about 8 ms on the H200 (2^23 G1 entries
-    /// took 4.3 ms and 2^21 G2 entries 3.7 ms there in the seventeenth session, at segments of 64
-    /// and 32 entries; 15 ms each in the fifth). The launches of a call are waited for one by one,
-    /// probing, so a higher priority waits for at most one of them (or, near the end of a piece,
-    /// for what is left of it by an estimate, up to a grace of 10 ms by default, which would be
-    /// thrown away otherwise). Longer launches allow longer segments
-    /// (`LAUNCH_SEGMENTS` work-items a launch), and a segment of 64 G1 entries summed about 8%
-    /// slower than one of 512, with more parts to fold.
+    /// take 4.3 ms and 2^21 G2 entries 3.7 ms there, at segments of 64 and 32 entries;
+    /// docs/BENCHMARKS.md). The launches of a call are waited for one by one, probing, so a
+    /// higher priority waits for at most one of them (or, near the end of a piece, for what is
+    /// left of it by an estimate, up to a grace of 10 ms by default, which would be thrown away
+    /// otherwise). Longer launches allow longer segments (`LAUNCH_SEGMENTS` work-items a
+    /// launch), and a segment of 64 G1 entries sums about 8% slower than one of 512, with more
+    /// parts to fold.
     const LAUNCH_ENTRIES: usize;
     /// Work-items one launch of `msm_segments` aims at (segments of 16 to 512 entries): enough
     /// to fill the device, while each added segment costs two more parts to fold. A G2 work-item

@@ -3,14 +3,14 @@
 //!
 //! A piece is kept only whole, so a call that stops in the middle of a piece's bucket sums throws
 //! away the piece's upload, its sort and the launches already done: 12.5 ms of device work a
-//! preemption on average at 2^20 constraints on the H200, 50 ms at 2^24 (seventeenth session).
+//! preemption on average at 2^20 constraints, 50 ms at 2^24 (H200; docs/BENCHMARKS.md).
 //! When little of the piece is left, finishing it costs the requester those few milliseconds
 //! more of hand-over and saves the holder more than that. The rule ([`worth_finishing`]): finish
 //! when what is left (the rest of the sums at the pace of the piece's launches so far, then the
 //! folds, the weighing and the host's sum, as long as they took in the last bounded piece of the
 //! same group and window width on this kernel) is at most the grace ([`FINISH_GRACE`] unless
-//! [`FINISH_GRACE_ENV`] says otherwise) and at most the work it saves; otherwise stop at once,
-//! as before. Nothing is finished until a pace and a tail have been measured. The estimate is
+//! [`FINISH_GRACE_ENV`] says otherwise) and at most the work it saves; otherwise stop at once.
+//! Nothing is finished until a pace and a tail have been measured. The estimate is
 //! not a bound: a piece not done by the estimate and the grace again is stopped at the next
 //! probe. While a piece is being finished the holder does not probe, so the longest gap
 //! between probes a release logs includes it.

@@ -5,8 +5,8 @@
 
 /// Most points a fold work-item adds. A bucket that crosses many segments (the top window, where
 /// the few bits left over crowd the terms into a handful of buckets, or equal scalars) is folded
-/// in passes of this fan-in: summing it in one work-item made a 2^15-term G2 call spend 30 ms on
-/// a dozen such buckets (H200, fourth session).
+/// in passes of this fan-in: summed in one work-item, a dozen such buckets cost a 2^15-term G2
+/// call 30 ms (H200; docs/BENCHMARKS.md).
 pub(super) const FOLD: usize = 16;
 
 /// One launch of `msm_fold`: job `j` adds the points `ranges[2j]..ranges[2j + 1]` of its input and
@@ -22,7 +22,7 @@ pub(super) struct FoldLevel {
 /// Segment borders a bucket may cross and still be finished by `msm_fold_direct` (one work-item
 /// per bucket adds its parts, at most this many plus one). Only longer buckets (the top window's
 /// few crowded ones, or equal scalars) are planned on the host: planning every crossing bucket
-/// there took 5-10 ms of a 2^20-term call (16-bit windows, 2^19 buckets) before any sum began.
+/// there takes 5-10 ms of a 2^20-term call (16-bit windows, 2^19 buckets) before any sum began.
 pub(super) const DIRECT_CROSSINGS: usize = 16;
 
 /// A bucket that crosses more than `DIRECT_CROSSINGS` segment borders, as `msm_long_buckets`

@@ -30,7 +30,7 @@ const THREADED_HOST_SUM: usize = 128;
 /// The call's sum from the device's points (`out`: Jacobian limbs, `plan.outputs_per_window()`
 /// for each window from the lowest): each point checked to be on the curve and each window's
 /// points added, the windows shared among a few threads, then the windows combined by doubling.
-/// On one thread this took 2.5-4.4 ms of each 2^16 proof's G2 piece (640 points) on the H200's
+/// On one thread this takes 2.5-4.4 ms of each 2^16 proof's G2 piece (640 points) on the H200's
 /// host, and about 1 ms of each G1 piece, with the device idle until the next piece or call.
 fn combine_windows<G: GpuCurve>(out: &[u32], plan: &Plan) -> Result<G::Curve, GpuError> {
     let point_limbs = 3 * G::COORD_LIMBS;

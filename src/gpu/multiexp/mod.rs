@@ -214,7 +214,7 @@ impl MultiexpKernel {
 
     /// One small multiexp in each group, checked: the driver loads a kernel at its first launch
     /// and the first transfer maps the pinned staging memory (a new process's first G1 and G2
-    /// calls took 100-140 ms on the H200, sixth session). Run while a first proof's witness is
+    /// calls take 100-140 ms on the H200; docs/BENCHMARKS.md). Run while a first proof's witness is
     /// synthesized, that is off the proof's path. It runs outside the lock protocol, as creating
     /// the context does: a few MiB of device memory for a few milliseconds.
     pub fn warm_up(&self) -> Result<(), GpuError> {
@@ -253,9 +253,9 @@ impl MultiexpKernel {
     ) -> Result<G::Curve, GpuError> {
         // Nothing to interrupt: each piece's bucket sums go in one launch, with segments as long
         // as fill the device (at 2^24 G1 terms in one call, segments of 512 rather than 64: 430
-        // ms against 480 ms of sums on the H200, sixth session). In pieces, as a scheduled call:
-        // the next piece's inputs go up while the device sums the current one (2^24 G1 terms
-        // in 0.192 s against 0.212 s in one call, twelfth session).
+        // ms against 480 ms of sums). In pieces, as a scheduled call: the next piece's inputs go
+        // up while the device sums the current one (2^24 G1 terms in 0.192 s against 0.212 s in
+        // one call). Both on the H200 (docs/BENCHMARKS.md).
         let ends = piece_ends(bases.len(), G::PIECE_TERMS);
         self.run(bases, scalars, &ends, &|| false, false)
             .into_result()

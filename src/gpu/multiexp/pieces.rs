@@ -176,7 +176,7 @@ impl MultiexpKernel {
     /// The upload thread of `sum_pieces`: for each piece, after a credit, its scalars and its
     /// bases, each sent to the summing thread as it arrives (or the error that stopped it). The
     /// first piece's scalars go up on the main queue, which is idle then, beside its bases on
-    /// the transfer queue (one after the other, a 2^22-term G1 call took 2-7% longer); later
+    /// the transfer queue (one after the other, a 2^22-term G1 call takes 2-7% longer); later
     /// pieces' inputs go up one after the other on the transfer queue, as the main queue is
     /// busy summing. Returns the first device error of an upload (not an interruption), which
     /// the call reports rather than an interruption the summing thread may have seen first.

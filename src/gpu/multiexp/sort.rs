@@ -175,7 +175,7 @@ impl MultiexpKernel {
     }
 
     /// `data` in a new buffer on the device. Small tables (the fold ranges) cross through the
-    /// pinned staging memory too: from ordinary memory a 2 MiB table (16-bit windows) took over a
+    /// pinned staging memory too: from ordinary memory a 2 MiB table (16-bit windows) takes over a
     /// millisecond each way.
     fn upload_table(
         &self,

@@ -304,7 +304,7 @@ impl MultiexpKernel {
         let outputs = plan.windows * plan.outputs_per_window();
         debug_assert_eq!(count, outputs);
         // The sums come back in Jacobian form: blst adds them as they are, and the inversions a
-        // conversion to affine needs took one long serial work-item each on the device.
+        // conversion to affine needs take one long serial work-item each on the device.
         let mut out = vec![0u32; outputs * point_limbs];
         // Blocking: after every kernel above.
         summed.read(&mut out).queue(q).enq()?;

@@ -28,12 +28,12 @@ pub(super) const DEVICES_ALONE: Duration = Duration::from_millis(50);
 /// chunk: a GPU many times faster than the CPU otherwise waits at the end for the CPU's chunk,
 /// and the proof is slower for the help. Before that, while more than [`CPU_SHARE_GUARD`] chunks
 /// per worker are queued, which lets the CPU measure itself, unless the devices' measured speed
-/// says they finish the whole queue within [`DEVICES_ALONE`]. A CPU chunk taken there was given
-/// up when the devices were done, so the CPU's speed was never measured and the next proof's CPU
-/// took a chunk again: in each 2^16
-/// high-priority proof on the H200 a G2 chunk of the B query went to the CPU and was given up
-/// 33-53 ms later, and its host threads beside the device's upload made that query 36-64 ms
-/// long where the device alone takes about 19 ms (sixteenth session).
+/// says they finish the whole queue within [`DEVICES_ALONE`]. A CPU chunk taken there would be
+/// given up when the devices are done, so the CPU's speed would never be measured and the next
+/// proof's CPU would take a chunk again: without this exception, in each 2^16 high-priority proof
+/// on the H200 a G2 chunk of the B query goes to the CPU and is given up 33-53 ms later, and its
+/// host threads beside the device's upload make that query 36-64 ms long where the device alone
+/// takes about 19 ms (docs/BENCHMARKS.md).
 pub(super) fn cpu_takes(
     q: &VecDeque<Range<usize>>,
     running: usize,

@@ -94,9 +94,9 @@ impl ClaimInner {
                     // is preempted puts its chunks back, and with calls of `TARGET_BATCH` one run
                     // is often the whole multiexp. Those chunks are then this loop's, one at a
                     // time with a try for the devices between them, so the prover returns to a
-                    // device at the next chunk boundary (they went to the CPU all at once
-                    // before, after the loop: 1.5-2 s before a 2^20 prover returned on the
-                    // H200, seventh session).
+                    // device at the next chunk boundary (handed to the CPU all at once, after
+                    // the loop, they keep a 2^20 prover off the device for 1.5-2 s on the
+                    // H200; docs/BENCHMARKS.md).
                     if q.is_empty() {
                         if running == 0 {
                             break;
@@ -144,10 +144,10 @@ impl ClaimInner {
     ) {
         let started = Instant::now();
         let terms = range.len();
-        // Tries for the devices every `RETURN_STEP` while the chunk is computed (on the H200 the
-        // device stood free 20-45 ms after each high proof while a low one's CPU chunk went on,
-        // at 2^24), and gives the chunk up when the devices it then holds would finish it, and
-        // the queue, before the CPU would.
+        // Tries for the devices every `RETURN_STEP` while the chunk is computed (without the tries,
+        // at 2^24 on the H200, the device stands free 20-45 ms after each high proof while a low
+        // one's CPU chunk goes on), and gives the chunk up when the devices it then holds would
+        // finish it, and the queue, before the CPU would.
         let given_up_at = std::cell::Cell::new(None);
         let part = cpu_chunk(
             work.bases,

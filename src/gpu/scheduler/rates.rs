@@ -12,14 +12,15 @@ use std::time::{Duration, Instant};
 /// Device time one multiexp call of a GPU worker aims at (the chunks it takes at once). A call
 /// pays a fixed part (the count's round trip, the weighing: about 10 ms on the H200), and its
 /// first piece waits for its inputs' upload with the device idle (14-50 ms of each call of a
-/// 2^24 proof on the H200, seventeenth session: the later pieces' uploads overlap the sums), so
-/// long calls make a faster proof: a 2^24 proof alone took 18.4 s with 160 ms and 31.6 s with
-/// 40 ms (sixth session). A request does not wait for a whole call: its launches are waited for
-/// one by one, probing (see `GpuCurve::LAUNCH_ENTRIES`), and a call stopped by it keeps the
+/// 2^24 proof on the H200: the later pieces' uploads overlap the sums), so long calls make a
+/// faster proof: a 2^24 proof alone takes 18.4 s with calls of 160 ms and 31.6 s with 40 ms
+/// (H200; docs/BENCHMARKS.md). A request does not wait for a whole call: its launches are waited
+/// for one by one, probing (see `GpuCurve::LAUNCH_ENTRIES`), and a call stopped by it keeps the
 /// pieces it finished, so what a preemption costs is the piece in progress, whatever the call's
-/// length. Shorter calls after a preemption (40 ms for 30 s) were tried, before calls went in
-/// pieces: a low prover preempted every second or two then ran at the short calls' speed
-/// throughout, and lost 2.2x (2^20) and 4.1x (2^24) the time the high proofs held the device.
+/// length. Calls stay this long after a preemption too: with calls of 40 ms for 30 s after each
+/// one (calls not in pieces), a low prover preempted every second or two runs at the short
+/// calls' speed throughout, and loses 2.2x (2^20) and 4.1x (2^24) the time the high proofs hold
+/// the device (H200).
 /// With several devices a call takes at most its even share of the work left ([`call_chunks`]),
 /// so that one device does not take the whole multiexp while the others wait.
 pub(super) const TARGET_BATCH: Duration = Duration::from_millis(640);
@@ -36,11 +37,11 @@ pub(super) struct Learned {
     /// [`learn_gpu_rate`] learns it from the device's runs, and when it was last set or raised.
     pub(super) gpu_rate: HashMap<(String, &'static str), (f64, Instant)>,
     /// Terms per second of the CPU's last chunk, per group and pool, and when it was measured.
-    /// Measured afresh in each proof, the CPU took a chunk of every multiexp to time itself, and
-    /// the device, done with the rest, waited for it: 55 of a 2^20 proof's 100 ms of H query and
-    /// 75 of a 2^16 proof's 90 ms of B query in G2 (H200, ninth session). A rate older than
-    /// [`CPU_RATE_LIFE`] is not used: one measured on a busy host would otherwise keep the CPU
-    /// from ever taking (and timing) a chunk beside a device again.
+    /// Measured afresh in each proof, the CPU would take a chunk of every multiexp to time itself,
+    /// and the device, done with the rest, would wait for it: 55 of a 2^20 proof's 100 ms of H
+    /// query and 75 of a 2^16 proof's 90 ms of B query in G2 (H200; docs/BENCHMARKS.md). A rate
+    /// older than [`CPU_RATE_LIFE`] is not used: one measured on a busy host would otherwise keep
+    /// the CPU from ever taking (and timing) a chunk beside a device again.
     pub(super) cpu_rate: HashMap<(&'static str, Pool), (f64, Instant)>,
 }
 
@@ -128,12 +129,12 @@ const RATE_RUN: Duration = Duration::from_millis(40);
 /// the `previous` estimate and when that was set or raised. A run shorter than [`RATE_RUN`] is
 /// mostly the call's fixed costs (about 10 ms on the H200, whatever its size), so it may raise
 /// the estimate but not lower it, unless the estimate is older than [`CPU_RATE_LIFE`] (a device
-/// slowed since, by another user say, is then taken at its word again). Taken as it was,
-/// the last short run's rate made the device look several times slower than it is: after the
-/// one-chunk run that ended each 2^16 proof's B query in G2 (8191 terms in 10.3 ms), the next
-/// proof's CPU took a chunk of that query (the device seemed to need 72 ms for the other seven,
-/// which it did in 14 ms), and the query took 39 ms instead of about 15 (H200, fifteenth
-/// session's log of a 2^16 high-priority proof).
+/// slowed since, by another user say, is then taken at its word again). Taken as it is, the last
+/// short run's rate makes the device look several times slower than it is: after the one-chunk
+/// run that ends each 2^16 proof's B query in G2 (8191 terms in 10.3 ms), the next proof's CPU
+/// takes a chunk of that query (the device seems to need 72 ms for the other seven, which it
+/// does in 14 ms), and the query takes 39 ms instead of about 15 (H200, the debug log of a 2^16
+/// high-priority proof).
 pub(super) fn learn_gpu_rate(
     previous: Option<(f64, Instant)>,
     terms: usize,

@@ -51,9 +51,9 @@ impl ClaimInner {
             let run = take_run::<G>(queue, flight, batch);
             let (Some(first), Some(last)) = (run.first(), run.last()) else {
                 // Parked with the idle devices at once, where the watcher probes it: handed
-                // back through the thread's end, it went unprobed until the multiexp's loop
-                // ended, which waits for the CPU's chunk in progress (183 ms once, at 2^24 on
-                // the H200, which a high prover waited out).
+                // back through the thread's end, it would go unprobed until the multiexp's loop
+                // ends, which waits for the CPU's chunk in progress (183 ms seen at 2^24 on the
+                // H200, all of it waited out by a high prover).
                 lock(&self.idle).push(k);
                 return None;
             };
