@@ -72,7 +72,7 @@ fn eval(
 
 /// Adds `coeff * values[i]` over `terms` to `acc`, marking each `i` in `density`. One accumulator
 /// for both kinds of terms, inlined into `eval`: two sums added afterwards made synthesis a fifth
-/// slower (docs/BENCHMARKS.md, "The whole seam").
+/// slower (docs/BENCHMARKS.md, "Tried and not kept").
 #[inline(always)]
 fn add_terms<'a>(
     acc: &mut Scalar,
