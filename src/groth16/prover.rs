@@ -26,7 +26,6 @@ use crate::bases::Bases;
 use crate::curve::CurveAffine;
 use crate::domain::QuotientSteps;
 use crate::free::free_in_background;
-use crate::multicore;
 use crate::multiexp::{scalar_reprs, ScalarRepr};
 use crate::options::{Priority, ProofReport, ProveOptions};
 use bellpepper_core::{Circuit, SynthesisError};
@@ -415,7 +414,7 @@ struct Synthesized {
 /// done (synthesis stops when `send` returns false: the prover has stopped): each for its
 /// witness only when `given` (the parameters' shape) is there; else the first fully, its shape
 /// recorded on the way and used for the others ([`ProveOptions::reuse_shape_in_batch`]); else
-/// each fully. The evaluations from a shape run on the pool.
+/// each fully. The evaluations from a shape run on the pool (`CircuitShape::evaluate`).
 fn synthesize_each<C: AnyCircuit + Send>(
     circuits: Vec<C>,
     given: Option<&CircuitShape>,
@@ -427,7 +426,7 @@ fn synthesize_each<C: AnyCircuit + Send>(
         let started = Instant::now();
         let witness = WitnessAssignment::of(circuit, shape)?;
         let witness_time = started.elapsed();
-        let cs = multicore::install(|| shape.evaluate(witness, size.domain))?;
+        let cs = shape.evaluate(witness, size.domain)?;
         Ok(Synthesized {
             cs,
             shape_used: true,
