@@ -11,18 +11,30 @@
 //! `PREEMPTIBLE_GROTH16_CACHE_DIR` moves the program cache and `PREEMPTIBLE_GROTH16_CL_OPTIONS`
 //! replaces the compiler options (see the crate's README).
 
+/// Lists the OpenCL devices this crate would use and times building its programs on each.
+#[cfg(feature = "gpu")]
+#[derive(clap::Parser)]
+
+struct Args {
+    /// Admit OpenCL CPU devices (PoCL).
+    #[arg(long)]
+    cpu: bool,
+    /// The programs to build, comma-separated: fields, fft, g1, g2.
+    #[arg(long, value_name = "LIST", default_value = "fields,fft,g1,g2")]
+    only: String,
+    /// Print this program's OpenCL source and exit.
+    #[arg(long, value_name = "PROGRAM")]
+    print_source: Option<String>,
+}
+
 #[cfg(feature = "gpu")]
 fn main() {
+    use clap::Parser;
     use preemptible_groth16::gpu::{device, program, source, Selection};
     use std::time::Instant;
 
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let value_of = |flag: &str| {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1).cloned())
-    };
+    let args = Args::parse();
     type SourceOf = fn() -> String;
     let programs: [(&str, SourceOf); 4] = [
         ("fields", source::field_test_source),
@@ -30,8 +42,8 @@ fn main() {
         ("g1", || source::multiexp_source("G1")),
         ("g2", || source::multiexp_source("G2")),
     ];
-    if let Some(name) = value_of("--print-source") {
-        match programs.iter().find(|(n, _)| *n == name) {
+    if let Some(name) = &args.print_source {
+        match programs.iter().find(|(n, _)| *n == name.as_str()) {
             Some((_, src)) => print!("{}", src()),
             None => {
                 eprintln!("error: no program {name} (fields, fft, g1, g2)");
@@ -40,14 +52,13 @@ fn main() {
         }
         return;
     }
-    let only = value_of("--only").unwrap_or_else(|| "fields,fft,g1,g2".into());
     let chosen: Vec<_> = programs
         .iter()
-        .filter(|(n, _)| only.split(',').any(|o| o == *n))
+        .filter(|(n, _)| args.only.split(',').any(|o| o == *n))
         .collect();
 
     let mut selection = Selection::from_env();
-    selection.include_cpu |= args.iter().any(|a| a == "--cpu");
+    selection.include_cpu |= args.cpu;
     let devices = match device::list(&selection) {
         Ok(d) => d,
         Err(e) => {

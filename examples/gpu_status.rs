@@ -8,21 +8,23 @@
 //! waiting for it (their priority, and on Linux their pids), from the lock directory
 //! (`PREEMPTIBLE_GROTH16_LOCK_DIR`, else the temp directory). `--watch` repeats every half second for that long.
 
+/// Who holds each GPU and who wants it, from the lock files.
+#[cfg(feature = "gpu")]
+#[derive(clap::Parser)]
+
+struct Args {
+    /// Repeat every half second for this long.
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0)]
+    watch: f64,
+}
+
 #[cfg(feature = "gpu")]
 fn main() {
     use preemptible_groth16::gpu::device::{self, Selection};
     use preemptible_groth16::gpu::{fake, locks};
     use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let watch = match args.as_slice() {
-        [] => 0.0,
-        [flag, s] if flag == "--watch" => s.parse::<f64>().unwrap_or(0.0),
-        _ => {
-            eprintln!("usage: gpu_status [--watch SECONDS]");
-            std::process::exit(2);
-        }
-    };
+    let watch = <Args as clap::Parser>::parse().watch;
     let fakes = fake::from_env();
     let ids: Vec<String> = if fakes.is_empty() {
         match device::list(&Selection::from_env()) {

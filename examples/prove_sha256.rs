@@ -27,35 +27,22 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use write_atomically::write_atomically;
 
-struct Options {
-    message: String,
-    proofs: usize,
-    params: Option<PathBuf>,
-}
+/// Proves knowledge of a SHA-256 preimage and verifies the proof.
+#[derive(clap::Parser)]
 
-fn parse_args() -> Result<Options, String> {
-    let mut opts = Options {
-        message: "The short proof must get the GPU now; the long one must not lose its work."
-            .into(),
-        proofs: 1,
-        params: None,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = || args.next().ok_or(format!("{arg} needs a value"));
-        match arg.as_str() {
-            "--message" => opts.message = value()?,
-            "--proofs" => opts.proofs = value()?.parse().map_err(|e| format!("--proofs: {e}"))?,
-            "--params" => opts.params = Some(value()?.into()),
-            "-h" | "--help" => {
-                return Err(
-                    "usage: prove_sha256 [--message TEXT] [--proofs N] [--params FILE]".into(),
-                )
-            }
-            other => return Err(format!("unknown argument {other:?} (try --help)")),
-        }
-    }
-    Ok(opts)
+struct Options {
+    /// The preimage; its length fixes the circuit (parameters are cached per length).
+    #[arg(
+        long,
+        default_value = "The short proof must get the GPU now; the long one must not lose its work."
+    )]
+    message: String,
+    /// Proofs to make, one after another.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    proofs: usize,
+    /// The parameter file (default: params-cache/sha256-<len>.params).
+    #[arg(long, value_name = "FILE")]
+    params: Option<PathBuf>,
 }
 
 fn step(n: usize, total: usize, what: &str) {
@@ -160,8 +147,7 @@ fn run(opts: Options) -> Result<(), Box<dyn std::error::Error>> {
 
 fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let result = parse_args().map_err(Into::into).and_then(run);
-    if let Err(e) = result {
+    if let Err(e) = run(<Options as clap::Parser>::parse()) {
         eprintln!("error: {e}");
         std::process::exit(1);
     }

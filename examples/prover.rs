@@ -1,9 +1,9 @@
 //! The main job: a prover process at a priority, and a demo of two of them sharing a GPU.
 //!
 //! ```text
-//! cargo run --release --features gpu --example prover -- --demo [--fake] [--low K] [--high K] \
+//! cargo run --release --features gpu,serde --example prover -- --demo [--fake] [--low K] [--high K] \
 //!     [--rounds N] [--alone] [--alone-proofs N] [--low-holds-ms MS]
-//! cargo run --release --features gpu --example prover -- --circuit squares|sha256 \
+//! cargo run --release --features gpu,serde --example prover -- --circuit squares|sha256 \
 //!     --log2-constraints K --priority low|normal|high --proofs N [--json] [--after-go] [--mapped] [--shape]
 //! ```
 //!
@@ -27,14 +27,17 @@
 
 #[path = "../tests/circuits/mod.rs"]
 mod circuits;
+#[path = "../tests/reports/mod.rs"]
+mod reports;
 #[path = "common/write_atomically.rs"]
 mod write_atomically;
 
 use circuits::{Sha256Preimage, Squares};
+use clap::Parser;
 use preemptible_groth16::groth16::{
-    create_random_proof_with_options, generate_random_parameters, prepare_verifying_key,
-    verify_proof, CircuitShape, MappedParameters, ParameterSource, Parameters, PreparedParameters,
-    Priority, ProveOptions,
+    create_random_proof_with_options, generate_random_parameters_with_progress,
+    prepare_verifying_key, verify_proof, CircuitShape, MappedParameters, ParameterSource,
+    Parameters, PreparedParameters, Priority, ProveOptions, SetupProgress,
 };
 use preemptible_groth16::{Circuit, Scalar};
 use sha2::{Digest, Sha256};
@@ -44,109 +47,80 @@ use std::path::PathBuf;
 use std::time::Instant;
 use write_atomically::write_atomically;
 
-#[derive(Clone, Debug)]
+/// A prover at a priority, or the demo of two sharing a GPU (`--demo`).
+#[derive(Clone, Debug, clap::Parser)]
+#[command(after_help = "Parameters are generated once per circuit and cached under params-cache/.")]
 struct Args {
+    /// The circuit: a chain of squarings, or SHA-256 of a preimage (about 2^15 constraints a
+    /// 64-byte block).
+    #[arg(long, default_value = "squares", value_parser = ["squares", "sha256"])]
     circuit: String,
+    /// About 2^K constraints.
+    #[arg(long = "log2-constraints", value_name = "K", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(2..=28))]
     k: u32,
+    /// The proofs' priority for GPUs: low, normal or high.
+    #[arg(long, default_value_t = Priority::Normal)]
     priority: Priority,
+    /// Proofs to make, one after another.
+    #[arg(long, value_name = "N", default_value_t = 1)]
     proofs: usize,
+    /// One JSON object a proof on stdout: `verified` and the prover's report.
+    #[arg(long)]
     json: bool,
+    /// Run the demo: a low-priority and a high-priority prover process sharing a GPU.
+    #[arg(long)]
     demo: bool,
+    /// Demo on a fake device of known speed (also when no OpenCL GPU is found).
+    #[arg(long)]
     fake: bool,
+    /// Demo: the low-priority prover's 2^K constraints.
+    #[arg(long, value_name = "K", default_value_t = 18)]
     low: u32,
+    /// Demo: the high-priority prover's 2^K constraints.
+    #[arg(long, value_name = "K", default_value_t = 14)]
     high: u32,
+    /// Demo: high-priority proofs to make (p50 and p99 of the hand-over are printed).
+    #[arg(long, value_name = "N", default_value_t = 1)]
     rounds: usize,
-    /// Proofs each service makes alone, counted (0: none).
-    alone: usize,
+    /// Demo: first have each service prove alone (three proofs, the last two counted).
+    #[arg(long)]
+    alone: bool,
+    /// Demo: proofs alone counted (0: none); implies --alone.
+    #[arg(long, value_name = "N")]
+    alone_proofs: Option<usize>,
+    /// Be ready (parameters read, GPUs readied), then start each proof when a line arrives on
+    /// stdin, as a service does with requests.
+    #[arg(long)]
     after_go: bool,
+    /// Demo: a high-priority proof starts once the low one has held the GPU this long.
+    #[arg(long, value_name = "MS", default_value_t = 300)]
     low_holds_ms: u32,
+    /// Demo: where to write the timeline chart.
+    #[arg(long, value_name = "FILE", default_value = "demo-timeline.svg")]
     svg: PathBuf,
-    /// Prove from the cached file mapped (`MappedParameters`) instead of read into memory.
+    /// Prove from the cached file mapped into memory (`MappedParameters`) instead of read into it.
+    #[arg(long)]
     mapped: bool,
-    /// Record the circuit's shape once and prove each proof from it (witness only).
+    /// Record the circuit's shape once and prove each proof from it, computing only the witness
+    /// (`PreparedParameters`).
+    #[arg(long)]
     shape: bool,
 }
 
-impl Default for Args {
-    fn default() -> Self {
-        Args {
-            circuit: "squares".into(),
-            k: 16,
-            priority: Priority::Normal,
-            proofs: 1,
-            json: false,
-            demo: false,
-            fake: false,
-            low: 18,
-            high: 14,
-            rounds: 1,
-            alone: 0,
-            after_go: false,
-            low_holds_ms: 300,
-            svg: "demo-timeline.svg".into(),
-            mapped: false,
-            shape: false,
-        }
+impl Args {
+    /// Proofs each demo service makes alone, counted (0: none).
+    fn alone(&self) -> usize {
+        self.alone_proofs.unwrap_or(if self.alone { 2 } else { 0 })
     }
 }
 
 /// Makes sure the parameters of the squares circuit of `2^k` constraints are cached.
 #[cfg(feature = "gpu")]
 fn cache_squares_params(k: u32) -> Result<(), Box<dyn std::error::Error>> {
-    let a = Args {
-        k,
-        ..Args::default()
-    };
+    let a = Args::parse_from(["prover", "--log2-constraints", &k.to_string()]);
     let (make, name) = circuit(&a);
     params_for(&name, &*make).map(|_| ())
-}
-
-fn parse() -> Result<Args, String> {
-    let mut a = Args::default();
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
-        let number = |v: String| v.parse::<u32>().map_err(|e| format!("{flag}: {e}"));
-        match flag.as_str() {
-            "--circuit" => a.circuit = value()?,
-            "--log2-constraints" => a.k = number(value()?)?,
-            "--priority" => {
-                a.priority = value()?
-                    .parse()
-                    .map_err(|e: preemptible_groth16::groth16::ParsePriorityError| e.to_string())?
-            }
-            "--proofs" => a.proofs = number(value()?)? as usize,
-            "--json" => a.json = true,
-            "--demo" => a.demo = true,
-            "--fake" => a.fake = true,
-            "--low" => a.low = number(value()?)?,
-            "--high" => a.high = number(value()?)?,
-            "--svg" => a.svg = value()?.into(),
-            "--rounds" => a.rounds = number(value()?)? as usize,
-            "--alone" => a.alone = a.alone.max(2),
-            "--alone-proofs" => a.alone = number(value()?)? as usize,
-            "--after-go" => a.after_go = true,
-            "--mapped" => a.mapped = true,
-            "--shape" => a.shape = true,
-            "--low-holds-ms" => a.low_holds_ms = number(value()?)?,
-            "--help" | "-h" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other}")),
-        }
-    }
-    if !["squares", "sha256"].contains(&a.circuit.as_str()) {
-        return Err(format!("unknown circuit {}: squares or sha256", a.circuit));
-    }
-    if !(2..=28).contains(&a.k) {
-        return Err("--log2-constraints must be between 2 and 28".into());
-    }
-    if a.circuit == "sha256" && a.k < 15 {
-        eprintln!(
-            "note: the smallest sha256 circuit is one 64-byte block, about 2^15 constraints; \
-             proving that instead of 2^{}",
-            a.k
-        );
-    }
-    Ok(a)
 }
 
 /// The circuit to prove, with its witness, and its public inputs.
@@ -211,10 +185,28 @@ fn params_for(
     );
     let t = Instant::now();
     let rng = &mut rand::thread_rng();
-    let params = match make(false) {
-        Instance::Squares(c, _) => generate_random_parameters(c, rng)?,
-        Instance::Sha(c, _) => generate_random_parameters(c, rng)?,
+    // A bar over the points, most of a setup's time (indicatif draws nothing where stderr is
+    // not a terminal).
+    let bar = std::sync::OnceLock::new();
+    let style = indicatif::ProgressStyle::with_template(
+        "setup [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} points (eta {eta})",
+    )?;
+    let progress = |p: SetupProgress| match p {
+        SetupProgress::Synthesized { constraints, .. } => {
+            eprintln!("setup: {constraints} constraints synthesized")
+        }
+        SetupProgress::Points { done, total } => bar
+            .get_or_init(|| indicatif::ProgressBar::new(total).with_style(style.clone()))
+            .set_position(done),
+        _ => {}
     };
+    let params = match make(false) {
+        Instance::Squares(c, _) => generate_random_parameters_with_progress(c, rng, &progress)?,
+        Instance::Sha(c, _) => generate_random_parameters_with_progress(c, rng, &progress)?,
+    };
+    if let Some(bar) = bar.get() {
+        bar.finish_and_clear();
+    }
     eprintln!("generated in {:.1?}", t.elapsed());
     std::fs::create_dir_all("params-cache")?;
     write_atomically(&path, |w| params.write(w))?;
@@ -308,7 +300,7 @@ fn run_prover(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
             Instance::Sha(c, inputs) => prove_one(c, &inputs, params, &options)?,
         };
         if a.json {
-            println!("{{\"verified\":{verified},{}", &report.to_json()[1..]);
+            println!("{}", reports::report_line(verified, &report));
         } else {
             println!(
                 "proof {}/{}: verified {verified}, {:.3} s, {} of {} chunks on a GPU, {} preemptions, \
@@ -335,29 +327,26 @@ fn run_prover(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
 mod demo;
 
 fn main() {
-    // Milliseconds in the log's times: the phases of a proof are milliseconds apart. Setup's
-    // steps are shown by default: a large one takes minutes (about two at 2^24 constraints).
-    env_logger::Builder::from_env(
-        env_logger::Env::default()
-            .default_filter_or("warn,preemptible_groth16::groth16::generator=info"),
-    )
-    .format_timestamp_millis()
-    .init();
-    let a = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            if !e.is_empty() {
-                eprintln!("error: {e}");
-            }
-            eprintln!(
-                "usage: prover [--circuit squares|sha256] [--log2-constraints K] \
-                 [--priority low|normal|high] [--proofs N] [--json] [--after-go] [--mapped] [--shape]\n       \
-                 prover --demo [--fake] [--low K] [--high K] [--rounds N] [--alone] [--alone-proofs N] \
-                 [--low-holds-ms MS] [--svg FILE]"
-            );
-            std::process::exit(2);
-        }
+    // Milliseconds in the log's times: the phases of a proof are milliseconds apart. A setup
+    // takes minutes at large sizes (about two at 2^24 constraints): on a terminal a progress bar
+    // shows it; elsewhere (a log file) its steps are logged.
+    use std::io::IsTerminal;
+    let setup_log = if std::io::stderr().is_terminal() {
+        "warn"
+    } else {
+        "warn,preemptible_groth16::groth16::generator=info"
     };
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(setup_log))
+        .format_timestamp_millis()
+        .init();
+    let a = Args::parse();
+    if a.circuit == "sha256" && a.k < 15 {
+        eprintln!(
+            "note: the smallest sha256 circuit is one 64-byte block, about 2^15 constraints; \
+             proving that instead of 2^{}",
+            a.k
+        );
+    }
     let result = if a.demo {
         #[cfg(feature = "gpu")]
         {
@@ -365,7 +354,7 @@ fn main() {
                 a.low,
                 a.high,
                 a.rounds,
-                a.alone,
+                a.alone(),
                 std::time::Duration::from_millis(a.low_holds_ms.into()),
                 a.fake,
                 &a.svg,
@@ -373,7 +362,7 @@ fn main() {
         }
         #[cfg(not(feature = "gpu"))]
         {
-            Err("the demo needs the `gpu` feature: cargo run --release --features gpu --example prover -- --demo".into())
+            Err("the demo needs the `gpu` feature: cargo run --release --features gpu,serde --example prover -- --demo".into())
         }
     } else {
         run_prover(&a)

@@ -25,7 +25,7 @@ ROUNDS=(${ROUNDS:-60 40})
 PEER_SIZES=${PEER_SIZES-20}
 ALONE_SIZES=${ALONE_SIZES-$LOWS}
 if [ -z "${PROVER_BIN:-}" ]; then
-    cargo build --release --features gpu --example prover >&2
+    cargo build --release --features gpu,serde --example prover >&2
     PROVER_BIN=target/release/examples/prover
 fi
 if [ -z "${PEER_BIN:-}" ] && [ -n "$PEER_SIZES" ]; then

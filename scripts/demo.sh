@@ -13,4 +13,4 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
 fi
 scripts/install-opencl.sh
-cargo run --release --features gpu --example prover -- --demo "$@"
+cargo run --release --features gpu,serde --example prover -- --demo "$@"

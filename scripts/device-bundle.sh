@@ -19,7 +19,7 @@ exe_of() {
 }
 cp "$(exe_of --features gpu --bench compare)" "$out/compare"
 cp "$(exe_of --bench compare)" "$out/compare-cpu"
-cp "$(exe_of --features gpu --example prover)" "$out/prover"
+cp "$(exe_of --features gpu,serde --example prover)" "$out/prover"
 for t in gpu_fields gpu_fft gpu_multiexp gpu_prover; do
     exe=$(cargo test --all-features --test "$t" --no-run --message-format=json \
         | python3 -c 'import json, sys; [print(m["executable"]) for m in map(json.loads, sys.stdin) if m.get("executable")]' \

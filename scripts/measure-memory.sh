@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 K=${K:-20}
 PROOFS=${PROOFS:-2}
 if [ -z "${PROVER_BIN:-}" ]; then
-    cargo build --release --features gpu --example prover >&2
+    cargo build --release --features gpu,serde --example prover >&2
     PROVER_BIN=target/release/examples/prover
 fi
 "$PROVER_BIN" --circuit squares --log2-constraints "$K" --proofs 1 --json > /dev/null

@@ -65,8 +65,9 @@ impl<G: CurveAffine> FixedBaseTable<G> {
     /// products accumulated in affine form, each window's additions sharing inversions
     /// (`src/batch_affine.rs`). Mixed additions into projective sums, converted to affine form
     /// afterwards, make the whole setup take 1.56x as long (2^17 and 2^18 constraints on the
-    /// 2-core development machine; docs/BENCHMARKS.md).
-    pub(crate) fn mul_all(&self, scalars: &[Scalar]) -> Vec<G> {
+    /// 2-core development machine; docs/BENCHMARKS.md). `finished` is told the size of each
+    /// slice as it is done, from the thread that did it.
+    pub(crate) fn mul_all(&self, scalars: &[Scalar], finished: &(dyn Fn(usize) + Sync)) -> Vec<G> {
         let mut out = vec![G::identity(); scalars.len()];
         // The identity's table holds only the identity, as do its products (`out` already).
         if self
@@ -74,6 +75,7 @@ impl<G: CurveAffine> FixedBaseTable<G> {
             .first()
             .is_none_or(|p| bool::from(p.is_identity()))
         {
+            finished(scalars.len());
             return out;
         }
         out.par_chunks_mut(AFFINE_SLICE)
@@ -81,6 +83,7 @@ impl<G: CurveAffine> FixedBaseTable<G> {
             .for_each(|(out, scalars)| {
                 let reprs: Vec<ScalarRepr> = scalars.iter().map(ScalarRepr::from).collect();
                 G::fixed_base_affine(&self.table, self.window, &reprs, out);
+                finished(out.len());
             });
         out
     }
@@ -103,7 +106,7 @@ mod tests {
         let p = G1Projective::random(&mut rng);
         for count in [1, 1000, 1 << 20] {
             let table = FixedBaseTable::<G1Affine>::new(p, count);
-            let got = table.mul_all(&scalars);
+            let got = table.mul_all(&scalars, &|_| {});
             for (s, g) in scalars.iter().zip(got) {
                 assert_eq!(g, (p * s).to_affine());
             }
@@ -111,12 +114,12 @@ mod tests {
         // The identity's table holds only the identity, and so do its products.
         let zero = FixedBaseTable::<G1Affine>::new(G1Projective::identity(), 100);
         assert!(zero
-            .mul_all(&scalars)
+            .mul_all(&scalars, &|_| {})
             .iter()
             .all(|g| *g == G1Affine::identity()));
         let q = G2Projective::random(&mut rng);
         let table = FixedBaseTable::<G2Affine>::new(q, 100);
-        for (s, g) in scalars.iter().zip(table.mul_all(&scalars)) {
+        for (s, g) in scalars.iter().zip(table.mul_all(&scalars, &|_| {})) {
             assert_eq!(g, (q * s).to_affine());
         }
     }

@@ -58,7 +58,9 @@
 //! [`ProofReport`](groth16::ProofReport) beside each proof: where each chunk ran, how often the
 //! proof was preempted and came back, how long it waited, its device memory, GPU failures it
 //! recovered from, and the synthesis's split. The report is how a service (or a test) knows what
-//! happened; the log (`log` crate, target `preemptible_groth16`) says why.
+//! happened; the log (`log` crate, target `preemptible_groth16`) says why. With the `serde`
+//! feature the report serializes as one flat JSON object whose keys carry their units
+//! (`total_ms`, `peak_device_bytes`, ...), and `Priority` by its name.
 //!
 //! ```
 //! use preemptible_groth16::groth16::{
@@ -85,6 +87,10 @@
 //! ```
 //!
 //! # Large circuits
+//!
+//! A setup takes minutes at 2^24 constraints:
+//! [`generate_random_parameters_with_progress`](groth16::generate_random_parameters_with_progress)
+//! tells a callback how many of its points are done, for a progress bar.
 //!
 //! [`MappedParameters`](groth16::MappedParameters) proves from a parameter file mapped into
 //! memory, decoding each query a window at a time, so host memory stays well under the file's
@@ -123,6 +129,8 @@ pub mod multicore;
 pub mod multiexp;
 mod options;
 mod priority;
+#[cfg(feature = "serde")]
+mod report_json;
 mod scalar;
 mod stop;
 

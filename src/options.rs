@@ -130,15 +130,25 @@ impl ProveOptions {
 /// Where a proof's work ran and what it waited for. Chunks are pieces of the multiexps; the
 /// quotient (the FFTs) counts as one piece of GPU or CPU work. New fields may be added, so it is
 /// only made by this crate (or [`Default`]).
+///
+/// With the `serde` feature it serializes as one flat JSON object whose keys carry their units
+/// (`total_ms`, `peak_device_bytes`; `gpu_chunks` is the sum and `gpu_chunks_by_device` the
+/// parts), as the examples' `--json` prints it.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(into = "crate::report_json::ReportJson")
+)]
 #[non_exhaustive]
 pub struct ProofReport {
     /// The priority the proof ran at.
     pub priority: Priority,
     /// Wall time of the proof, synthesis included.
     pub total: Duration,
-    /// Wall time of the witness synthesis (of the whole batch, which is synthesized in
-    /// parallel), before any device is claimed: the CPU part a preemption cannot touch.
+    /// Wall time of this proof's witness synthesis (in a batch, each circuit's own, made while
+    /// the device worked on earlier proofs), before any device is claimed: the CPU part a
+    /// preemption cannot touch.
     pub synthesis: Duration,
     /// Whether the circuit ran for its witness only, its constraints evaluated from a recorded
     /// shape (`groth16::CircuitShape`: given with the parameters, or recorded from the first
@@ -289,73 +299,6 @@ impl ProofReport {
     pub fn gpu_chunks_total(&self) -> u64 {
         self.gpu_chunks.iter().map(|(_, c)| c).sum()
     }
-
-    /// The report as one line of JSON (times in milliseconds; absent latencies are `null`), for
-    /// logs and operators' tools.
-    pub fn to_json(&self) -> String {
-        let ms = |d: Duration| format!("{:.3}", d.as_secs_f64() * 1e3);
-        let opt_ms = |d: Option<Duration>| d.map_or("null".to_string(), ms);
-        let devices: Vec<String> = self
-            .gpu_chunks
-            .iter()
-            .map(|(id, c)| format!("{}:{c}", json_string(id)))
-            .collect();
-        format!(
-            "{{\"priority\":\"{}\",\"total_ms\":{},\"synthesis_ms\":{},\"shape_used\":{},\"witness_ms\":{},\"evaluation_ms\":{},\"gpu_chunks\":{},\"gpu_chunks_by_device\":{{{}}},\
-             \"cpu_chunks\":{},\"total_chunks\":{},\"fft_on_gpu\":{},\
-             \"quotient_deferred\":{},\"quotient_steps_on_gpu\":{},\"quotient_first_try_steps\":{},\
-             \"preemptions\":{},\
-             \"returns_to_gpu\":{},\
-             \"cpu_chunks_without_retry\":{},\"wait_ms\":{},\
-             \"handover_ms\":{},\"yield_ms\":{},\"live_device_bytes_at_release\":{},\
-             \"peak_device_bytes\":{},\"gpu_failures\":{},\"out_of_memory\":{},\"kept_chunks\":{},\
-             \"cpu_chunks_given_up\":{},\"device_work_lost_ms\":{},\"pieces_finished_on_request\":{}}}",
-            self.priority,
-            ms(self.total),
-            ms(self.synthesis),
-            self.shape_used,
-            ms(self.witness),
-            ms(self.evaluation),
-            self.gpu_chunks_total(),
-            devices.join(","),
-            self.cpu_chunks,
-            self.total_chunks,
-            self.fft_on_gpu,
-            self.quotient_deferred,
-            self.quotient_steps_on_gpu,
-            self.quotient_first_try_steps,
-            self.preemptions,
-            self.returns_to_gpu,
-            self.cpu_chunks_without_retry,
-            ms(self.wait),
-            opt_ms(self.handover),
-            opt_ms(self.yield_latency),
-            self.live_device_bytes_at_release,
-            self.peak_device_bytes,
-            self.gpu_failures,
-            self.out_of_memory,
-            self.kept_chunks,
-            self.cpu_chunks_given_up,
-            ms(self.device_work_lost),
-            self.pieces_finished_on_request
-        )
-    }
-}
-
-/// `s` as a JSON string literal.
-fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]
@@ -421,49 +364,5 @@ mod tests {
         assert_eq!(report.preemptions, 1);
         assert_eq!(Priority::from_bool(true), Priority::High);
         assert_eq!(Priority::from_bool(false), Priority::Normal);
-    }
-
-    #[test]
-    fn report_json_has_the_fields() {
-        let r = ProofReport {
-            priority: Priority::High,
-            total: Duration::from_millis(1500),
-            synthesis: Duration::from_millis(250),
-            shape_used: true,
-            witness: Duration::from_millis(20),
-            gpu_chunks: vec![("pci-0000:00:06.0".into(), 3), ("we\"ird".into(), 1)],
-            cpu_chunks: 2,
-            total_chunks: 6,
-            handover: Some(Duration::from_micros(2500)),
-            peak_device_bytes: 4096,
-            ..ProofReport::default()
-        };
-        let j = r.to_json();
-        assert!(
-            j.starts_with(
-                "{\"priority\":\"high\",\"total_ms\":1500.000,\"synthesis_ms\":250.000,\
-                 \"shape_used\":true,\"witness_ms\":20.000,\"evaluation_ms\":0.000,\"gpu_chunks\":4,"
-            ),
-            "{j}"
-        );
-        assert!(
-            j.contains("\"gpu_chunks_by_device\":{\"pci-0000:00:06.0\":3,\"we\\\"ird\":1}"),
-            "{j}"
-        );
-        assert!(j.contains("\"handover_ms\":2.500,\"yield_ms\":null"), "{j}");
-        assert!(j.contains("\"peak_device_bytes\":4096,"), "{j}");
-        assert!(
-            j.contains(
-                "\"fft_on_gpu\":false,\"quotient_deferred\":false,\"quotient_steps_on_gpu\":0,"
-            ),
-            "{j}"
-        );
-        assert!(
-            j.ends_with(
-                "\"gpu_failures\":0,\"out_of_memory\":0,\"kept_chunks\":0,\"cpu_chunks_given_up\":0,\
-                 \"device_work_lost_ms\":0.000,\"pieces_finished_on_request\":0}"
-            ),
-            "{j}"
-        );
     }
 }

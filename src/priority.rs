@@ -5,7 +5,15 @@
 /// prover of a strictly higher priority that asks for it; equal priorities never preempt each
 /// other. bellperson's `priority: bool` maps `false` to [`Priority::Normal`] and `true` to
 /// [`Priority::High`].
+///
+/// With the `serde` feature it serializes as its name (`"low"`, `"normal"`, `"high"`) and reads
+/// back from it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "lowercase")
+)]
 pub enum Priority {
     /// Background work (sealing): uses a GPU when nobody above it wants one.
     Low,

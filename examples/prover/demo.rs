@@ -1,13 +1,10 @@
 //! The demo: a long low-priority prover and a short high-priority one as separate processes of
 //! this example, the lock files sampled every 2 ms, the timeline printed and drawn as SVG.
 
-#[path = "../../tests/reports/mod.rs"]
-mod reports;
-
+use crate::reports::{field, quantile};
 use preemptible_groth16::gpu::device::{self, Selection};
 use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
 use preemptible_groth16::gpu::locks;
-use reports::{field, quantile};
 use std::error::Error;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

@@ -22,7 +22,36 @@ use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
 use rand_core::RngCore;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
+
+/// How far a parameter generation has come, told to the callback of
+/// [`generate_random_parameters_with_progress`] (a large setup takes minutes: about two at 2^24
+/// constraints on a 16-core host). The points are most of the time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SetupProgress {
+    /// The circuit was synthesized without a witness: its size.
+    Synthesized {
+        /// Constraints, the inputs' own included.
+        constraints: usize,
+        /// Public inputs, the constant one included.
+        inputs: usize,
+        /// Auxiliary (private) variables.
+        aux: usize,
+    },
+    /// `done` of the `total` query points (G1 and G2) are computed; told after every 1024
+    /// points or so, from the threads computing them, and once at `done == total`.
+    Points {
+        /// Points computed so far.
+        done: u64,
+        /// Points to compute in all.
+        total: u64,
+    },
+}
+
+/// A progress callback; [`generate_random_parameters`] passes one that ignores everything.
+pub(crate) type Progress<'a> = &'a (dyn Fn(SetupProgress) + Sync);
 
 /// One non-zero entry of a constraint matrix: `coeff` for `var` in constraint `row`.
 struct Term {
@@ -203,6 +232,44 @@ where
     C: Circuit<Scalar>,
     R: RngCore,
 {
+    generate_random_parameters_with_progress(circuit, rng, &|_| {})
+}
+
+/// [`generate_random_parameters`], telling `progress` how far it has come (for a progress bar;
+/// the `prover` example draws one with indicatif). `progress` is called from the threads doing
+/// the work, so it must be quick and `Sync`.
+///
+/// ```
+/// # use preemptible_groth16::{Circuit, ConstraintSystem, SynthesisError, Scalar};
+/// use preemptible_groth16::groth16::{generate_random_parameters_with_progress, SetupProgress};
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// # struct Square;
+/// # impl Circuit<Scalar> for Square {
+/// #     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+/// #         let x = cs.alloc(|| "x", || Ok(Scalar::from(3u64)))?;
+/// #         let y = cs.alloc_input(|| "y", || Ok(Scalar::from(9u64)))?;
+/// #         cs.enforce(|| "x * x = y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+/// #         Ok(())
+/// #     }
+/// # }
+/// let points = AtomicU64::new(0);
+/// let params = generate_random_parameters_with_progress(Square, &mut rand::thread_rng(), &|p| {
+///     if let SetupProgress::Points { done, .. } = p {
+///         points.fetch_max(done, Ordering::Relaxed);
+///     }
+/// })?;
+/// assert!(points.into_inner() > 0);
+/// # Ok::<(), SynthesisError>(())
+/// ```
+pub fn generate_random_parameters_with_progress<C, R>(
+    circuit: C,
+    rng: &mut R,
+    progress: &(dyn Fn(SetupProgress) + Sync),
+) -> Result<Parameters, SynthesisError>
+where
+    C: Circuit<Scalar>,
+    R: RngCore,
+{
     let g1 = G1Projective::random(&mut *rng);
     let g2 = G2Projective::random(&mut *rng);
     let alpha = Scalar::random(&mut *rng);
@@ -210,7 +277,8 @@ where
     let gamma = Scalar::random(&mut *rng);
     let delta = Scalar::random(&mut *rng);
     let tau = Scalar::random(&mut *rng);
-    generate_parameters(circuit, g1, g2, alpha, beta, gamma, delta, tau)
+    let toxic = Toxic::new(alpha, beta, gamma, delta, tau)?;
+    generate(Current(circuit), g1, g2, &toxic, progress)
 }
 
 /// Generates parameters for `circuit` from the given generators and toxic waste.
@@ -232,7 +300,7 @@ where
     C: Circuit<Scalar>,
 {
     let toxic = Toxic::new(alpha, beta, gamma, delta, tau)?;
-    generate(Current(circuit), g1, g2, &toxic)
+    generate(Current(circuit), g1, g2, &toxic, &|_| {})
 }
 
 /// [`generate_parameters`] for a circuit of either bellpepper-core version.
@@ -241,6 +309,7 @@ pub(crate) fn generate<C: AnyCircuit>(
     g1: G1Projective,
     g2: G2Projective,
     toxic: &Toxic,
+    progress: Progress,
 ) -> Result<Parameters, SynthesisError> {
     let start = Instant::now();
     let mut cs = KeypairAssembly::default();
@@ -260,7 +329,12 @@ pub(crate) fn generate<C: AnyCircuit>(
         cs.num_aux,
         start.elapsed()
     );
-    let params = multicore::install(|| build(&cs, g1, g2, toxic, start))?;
+    progress(SetupProgress::Synthesized {
+        constraints: cs.num_constraints,
+        inputs: cs.num_inputs,
+        aux: cs.num_aux,
+    });
+    let params = multicore::install(|| build(&cs, g1, g2, toxic, start, progress))?;
     log::info!("setup: done in {:.2?}", start.elapsed());
     Ok(params)
 }
@@ -307,6 +381,7 @@ fn build(
     g2: G2Projective,
     toxic: &Toxic,
     start: Instant,
+    progress: Progress,
 ) -> Result<Parameters, SynthesisError> {
     let Toxic {
         alpha,
@@ -359,6 +434,12 @@ fn build(
     log::info!("setup: QAP evaluated at tau in {:.2?}", start.elapsed());
 
     let g1_count = h_scalars.len() + l_scalars.len() + ic_scalars.len() + 2 * a_scalars.len();
+    let total = (g1_count + b_scalars.len()) as u64;
+    let done = AtomicU64::new(0);
+    let finished = |count: usize| {
+        let done = done.fetch_add(count as u64, Ordering::Relaxed) + count as u64;
+        progress(SetupProgress::Points { done, total });
+    };
     let g1_table = FixedBaseTable::<G1Affine>::new(g1, g1_count);
     let g2_table = FixedBaseTable::<G2Affine>::new(g2, b_scalars.len());
     // The points are most of a large setup's time (about 125 s of 2^24 constraints on the H200
@@ -369,29 +450,29 @@ fn build(
             start.elapsed()
         );
     };
-    let h = g1_table.mul_all(&h_scalars);
+    let h = g1_table.mul_all(&h_scalars, &finished);
     made("H", h.len());
-    let ic = g1_table.mul_all(&ic_scalars);
-    let l = g1_table.mul_all(&l_scalars);
+    let ic = g1_table.mul_all(&ic_scalars, &finished);
+    let l = g1_table.mul_all(&l_scalars, &finished);
     made("L", l.len());
     if l.iter().any(|p| bool::from(p.is_identity())) {
         return Err(SynthesisError::UnconstrainedVariable);
     }
     let not_identity = |p: &G1Affine| !bool::from(p.is_identity());
     let a: Vec<G1Affine> = g1_table
-        .mul_all(&a_scalars)
+        .mul_all(&a_scalars, &finished)
         .into_iter()
         .filter(not_identity)
         .collect();
     made("A", a.len());
     let b_g1: Vec<G1Affine> = g1_table
-        .mul_all(&b_scalars)
+        .mul_all(&b_scalars, &finished)
         .into_iter()
         .filter(not_identity)
         .collect();
     made("B in G1", b_g1.len());
     let b_g2: Vec<G2Affine> = g2_table
-        .mul_all(&b_scalars)
+        .mul_all(&b_scalars, &finished)
         .into_iter()
         .filter(|p| !bool::from(p.is_identity()))
         .collect();

@@ -19,7 +19,10 @@ pub use crate::options::{
     ParsePriorityError, Priority, ProofReport, ProveOptions, DEFAULT_CHUNK_TERMS,
     DEFAULT_STEPPED_QUOTIENT_FROM,
 };
-pub use generator::{generate_parameters, generate_random_parameters};
+pub use generator::{
+    generate_parameters, generate_random_parameters, generate_random_parameters_with_progress,
+    SetupProgress,
+};
 pub use mapped::MappedParameters;
 pub use params::{ParameterSource, Parameters, ReadError, VerifyingKey};
 pub use prepared::PreparedParameters;

@@ -1,10 +1,12 @@
-//! Reading the one-line JSON reports that prover processes print (`ProofReport::to_json` with
-//! `verified` in front): shared by the process tests, the soak test and the demo example.
+//! Reading the one-line JSON reports that prover processes print (the `ProofReport` through
+//! serde, with `verified` beside it): shared by the process tests, the soak test and the demo
+//! example.
 #![allow(dead_code)]
 
 use crate::circuits::Squares;
 use preemptible_groth16::groth16::{
-    create_random_proof_with_options, prepare_verifying_key, verify_proof, Parameters, ProveOptions,
+    create_random_proof_with_options, prepare_verifying_key, verify_proof, Parameters, ProofReport,
+    ProveOptions,
 };
 use preemptible_groth16::Scalar;
 
@@ -16,18 +18,28 @@ pub fn prove_and_print(circuit: Squares, params: &Parameters, options: &ProveOpt
             .unwrap();
     let pvk = prepare_verifying_key(&params.vk);
     let verified = verify_proof(&pvk, &proof, &[circuit.output::<Scalar>()]).unwrap();
-    println!(
-        "REPORT {{\"verified\":{verified},{}",
-        &report.to_json()[1..]
-    );
+    println!("REPORT {}", report_line(verified, &report));
 }
 
-/// The number after `"key":` in a JSON line (`None` for `null` or a missing key).
+/// One JSON object: `verified` and the report's fields.
+pub fn report_line(verified: bool, report: &ProofReport) -> String {
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        verified: bool,
+        #[serde(flatten)]
+        report: &'a ProofReport,
+    }
+    serde_json::to_string(&Line { verified, report }).expect("a report always serializes")
+}
+
+/// The number (or `true`/`false` as 1/0) under `key` in a JSON object (`None` for `null`, a
+/// missing key or a line that is not JSON).
 pub fn field(json: &str, key: &str) -> Option<f64> {
-    let at = json.find(&format!("\"{key}\":"))? + key.len() + 3;
-    let rest = &json[at..];
-    let end = rest.find([',', '}']).unwrap_or(rest.len());
-    rest[..end].parse().ok()
+    let value: serde_json::Value = serde_json::from_str(json).ok()?;
+    match &value[key] {
+        serde_json::Value::Bool(b) => Some(f64::from(u8::from(*b))),
+        v => v.as_f64(),
+    }
 }
 
 /// The `q`-quantile (nearest rank) of sorted values; NaN for none.

@@ -45,6 +45,6 @@ where
     C: Circuit<E::Fr>,
 {
     let toxic = Toxic::new(alpha, beta, gamma, delta, tau).map_err(error_to_v02)?;
-    let params = generate(Bellperson(circuit), g1, g2, &toxic).map_err(error_to_v02)?;
+    let params = generate(Bellperson(circuit), g1, g2, &toxic, &|_| {}).map_err(error_to_v02)?;
     Ok(params.into())
 }
