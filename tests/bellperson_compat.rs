@@ -150,11 +150,16 @@ fn sha256_gadget_proves_in_a_batch_and_in_priority_and_batch_verifies() {
 fn sha256_gadget_proves_from_mapped_parameters_and_bellperson_verifies() {
     let rng = &mut ChaCha20Rng::seed_from_u64(9);
     let params = sha256_params();
-    let path = std::env::temp_dir().join(format!("compat-sha256-{}.params", std::process::id()));
-    std::fs::write(&path, bytes(|w| params.write(w))).unwrap();
+    let file = tempfile::Builder::new()
+        .prefix("compat-sha256-")
+        .suffix(".params")
+        .tempfile()
+        .unwrap();
+    std::fs::write(file.path(), bytes(|w| params.write(w))).unwrap();
     let mapped: MappedParameters<Bls12> =
-        Parameters::build_mapped_parameters(path.clone(), false).unwrap();
-    std::fs::remove_file(&path).unwrap();
+        Parameters::build_mapped_parameters(file.path().to_path_buf(), false).unwrap();
+    // Removed once mapped: the mapping stays valid.
+    file.close().unwrap();
     assert_eq!(mapped.vk, params.vk);
     assert!(!mapped.checked);
     let images: Vec<[u8; 80]> = (30..32).map(preimage::<80>).collect();

@@ -6,8 +6,11 @@ use preemptible_groth16::groth16::Priority;
 
 #[test]
 fn the_guard_and_the_query_work_with_or_without_the_gpu_feature() {
-    let dir = std::env::temp_dir().join(format!("pg16-gpu-api-{}", std::process::id()));
-    std::env::set_var("PREEMPTIBLE_GROTH16_LOCK_DIR", &dir);
+    let dir = tempfile::Builder::new()
+        .prefix("pg16-gpu-api-")
+        .tempdir()
+        .unwrap();
+    std::env::set_var("PREEMPTIBLE_GROTH16_LOCK_DIR", dir.path());
     let available = gpu_is_available().unwrap();
     if !cfg!(feature = "gpu") {
         assert!(!available, "no device without the gpu feature");
@@ -18,5 +21,4 @@ fn the_guard_and_the_query_work_with_or_without_the_gpu_feature() {
         assert_eq!(guard.priority(), priority);
     }
     assert_eq!(gpu_is_available().unwrap(), available);
-    let _ = std::fs::remove_dir_all(&dir);
 }

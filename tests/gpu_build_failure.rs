@@ -24,8 +24,11 @@ fn a_program_that_does_not_build_means_a_cpu_proof() {
     std::env::set_var(CPU_ENV, "1");
     // FIELD_LIMBS defined twice with different values: every kernel source fails to compile.
     std::env::set_var(OPTIONS_ENV, "-D FIELD_LIMBS=1 -D NOT_A_MACRO(=");
-    let dir = std::env::temp_dir().join(format!("pg16-build-failure-{}", std::process::id()));
-    std::env::set_var(LOCK_DIR_ENV, &dir);
+    let dir = tempfile::Builder::new()
+        .prefix("pg16-build-failure-")
+        .tempdir()
+        .unwrap();
+    std::env::set_var(LOCK_DIR_ENV, dir.path());
     let present = device::list(&Selection::from_env()).unwrap();
     assert!(!present.is_empty(), "no OpenCL device to break");
     assert!(

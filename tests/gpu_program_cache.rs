@@ -10,6 +10,7 @@ use preemptible_groth16::gpu::{program, source, Device};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
+use tempfile::TempDir;
 
 /// `nobody`, the other user of these tests.
 const OTHER_UID: u32 = 65534;
@@ -28,35 +29,23 @@ fn point_cache_at(dir: Option<&Path>) -> MutexGuard<'static, ()> {
     guard
 }
 
-/// A private temporary directory, removed with all it holds on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        let path = std::env::temp_dir().join(format!("pg16-cache-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&path)
-            .expect("temp dir");
-        TempDir(path)
-    }
-
-    /// A private directory `name` in it.
-    fn private_dir(&self, name: &str) -> PathBuf {
-        let dir = self.0.join(name);
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&dir)
-            .expect("dir");
-        dir
-    }
+/// A private temporary directory (mode 0700), removed with all it holds on drop.
+fn temp_dir(tag: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("pg16-cache-{tag}-"))
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .expect("temp dir")
 }
 
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A private directory `name` in `base`.
+fn private_dir(base: &TempDir, name: &str) -> PathBuf {
+    let dir = base.path().join(name);
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .expect("dir");
+    dir
 }
 
 /// A small program of its own per tag, so that no other test's build answers for it.
@@ -131,8 +120,8 @@ fn assert_not_used(dev: &Device, tag: &str, cache: &Path, dir: &Path, name: &str
 /// A temporary directory whose `private/` caches the probe, with the cached file's name and
 /// contents (a binary the device would load).
 fn planted_setup(dev: &Device, tag: &str) -> (TempDir, String, Vec<u8>) {
-    let base = TempDir::new(tag);
-    let (name, binary) = cache_probe(dev, tag, &base.private_dir("private"));
+    let base = temp_dir(tag);
+    let (name, binary) = cache_probe(dev, tag, &private_dir(&base, "private"));
     (base, name, binary)
 }
 
@@ -144,9 +133,9 @@ fn device() -> Device {
 
 #[test]
 fn programs_come_from_the_disk_cache_the_second_time() {
-    let base = TempDir::new("second-time");
+    let base = temp_dir("second-time");
     // Missing: made by the first store, private.
-    let dir = base.0.join("made").join("cache");
+    let dir = base.path().join("made").join("cache");
     let _env = point_cache_at(Some(&dir));
     let dev = gpu_common::any_device();
     // A source no other test builds, so the in-memory cache cannot answer.
@@ -197,7 +186,7 @@ fn programs_come_from_the_disk_cache_the_second_time() {
 fn a_cache_dir_others_can_write_is_not_used() {
     let dev = device();
     let (base, name, valid) = planted_setup(&dev, "world_writable");
-    let dir = base.private_dir("shared");
+    let dir = private_dir(&base, "shared");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
     assert_not_used(&dev, "world_writable", &dir, &dir, &name, &valid);
     let _env = point_cache_at(Some(&dir));
@@ -211,7 +200,7 @@ fn a_cache_dir_others_can_write_is_not_used() {
 fn a_cache_dir_of_another_user_is_not_used() {
     let dev = device();
     let (base, name, valid) = planted_setup(&dev, "other_user");
-    let dir = base.private_dir("theirs");
+    let dir = private_dir(&base, "theirs");
     std::os::unix::fs::chown(&dir, Some(OTHER_UID), Some(OTHER_UID)).expect("chown");
     assert_not_used(&dev, "other_user", &dir, &dir, &name, &valid);
 }
@@ -221,8 +210,8 @@ fn a_cache_dir_that_is_a_symlink_is_not_followed() {
     let dev = device();
     let (base, name, valid) = planted_setup(&dev, "symlink");
     // The target is private and ours: only the link makes it unusable.
-    let target = base.private_dir("target");
-    let link = base.0.join("link");
+    let target = private_dir(&base, "target");
+    let link = base.path().join("link");
     std::os::unix::fs::symlink(&target, &link).expect("symlink");
     assert_not_used(&dev, "symlink", &link, &target, &name, &valid);
 }
@@ -231,10 +220,10 @@ fn a_cache_dir_that_is_a_symlink_is_not_followed() {
 fn cached_files_that_are_links_large_or_not_ours_are_not_loaded() {
     let dev = device();
     let (base, name, good) = planted_setup(&dev, "files");
-    let dir = base.0.join("private");
+    let dir = base.path().join("private");
     let path = dir.join(&name);
     // A link to a valid binary elsewhere: not followed, and the link's target is left alone.
-    let elsewhere = base.0.join("elsewhere.bin");
+    let elsewhere = base.path().join("elsewhere.bin");
     std::fs::write(&elsewhere, &good).expect("write");
     let plants: [(&str, &dyn Fn()); 4] = [
         ("a symlink", &|| {

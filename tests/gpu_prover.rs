@@ -26,15 +26,28 @@ use std::time::{Duration, Instant};
 /// The tests share the process's devices, lock directory and failure switch: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// A test's turn: its lock directory (removed when dropped, also when the test fails), then the
+/// serializing guard.
+struct Turn {
+    _dir: tempfile::TempDir,
+    _serial: MutexGuard<'static, ()>,
+}
+
 /// Admits PoCL before the backend picks its devices (read once, at first use), and keeps this
 /// binary's locks to itself.
-fn setup() -> MutexGuard<'static, ()> {
-    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+fn setup() -> Turn {
+    let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     std::env::set_var(CPU_ENV, "1");
-    let dir = std::env::temp_dir().join(format!("pg16-gpu-prover-{}", std::process::id()));
-    std::env::set_var(LOCK_DIR_ENV, &dir);
+    let dir = tempfile::Builder::new()
+        .prefix("pg16-gpu-prover-")
+        .tempdir()
+        .unwrap();
+    std::env::set_var(LOCK_DIR_ENV, dir.path());
     assert!(!devices().is_empty(), "no usable OpenCL device");
-    guard
+    Turn {
+        _dir: dir,
+        _serial: serial,
+    }
 }
 
 #[test]

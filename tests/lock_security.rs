@@ -6,7 +6,7 @@
 //!
 //! The tests act as a second user, so they need root (CI runs as root). As another user they fail
 //! with a message saying so, unless `PG16_SKIP_ROOT_TESTS=1` says to skip them.
-#![cfg(all(feature = "gpu", target_os = "linux"))]
+#![cfg(all(feature = "gpu", feature = "serde", target_os = "linux"))]
 
 #[path = "circuits/mod.rs"]
 mod circuits;
@@ -73,18 +73,12 @@ fn child_prover() {
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// A sticky, world-writable lock directory (mode 1777, like /tmp) inside a root-owned parent
-/// that holds the attacker's targets; both removed at the end.
+/// that holds the attacker's targets; both removed when this is dropped (the attacker's
+/// processes, flock holders, are killed by their own guards first), before the next test's turn.
 struct Hostile {
-    parent: PathBuf,
+    parent: tempfile::TempDir,
     dir: PathBuf,
     _serial: MutexGuard<'static, ()>,
-}
-
-impl Drop for Hostile {
-    fn drop(&mut self) {
-        // The attacker's processes (flock holders) are killed by their own guards first.
-        let _ = std::fs::remove_dir_all(&self.parent);
-    }
 }
 
 /// Whether this process runs as root (the owner of `/proc/self` is the effective uid).
@@ -102,11 +96,13 @@ fn hostile(name: &str) -> Option<Hostile> {
         }
         panic!("needs root to act as a second user (PG16_SKIP_ROOT_TESTS=1 skips it)");
     }
-    let parent = std::env::temp_dir().join(format!("pg16-hostile-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&parent);
-    let dir = parent.join("shared");
+    let parent = tempfile::Builder::new()
+        .prefix(&format!("pg16-hostile-{name}-"))
+        .tempdir()
+        .unwrap();
+    let dir = parent.path().join("shared");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
     Some(Hostile {
         parent,
@@ -165,7 +161,7 @@ impl Hostile {
 
     /// A file the attacker cannot read or write but can point a symlink at: root's, mode 0600.
     fn target(&self) -> PathBuf {
-        let t = self.parent.join("secret");
+        let t = self.parent.path().join("secret");
         std::fs::write(&t, b"precious\n").unwrap();
         std::fs::set_permissions(&t, std::fs::Permissions::from_mode(0o600)).unwrap();
         t
@@ -238,12 +234,11 @@ fn prove_in(dir: &Path, priority: Priority, uid: Option<u32>) -> Run {
 
 /// A clean run of the same prover in a fresh directory of its own, for the bounds.
 fn clean_run(priority: Priority) -> Run {
-    let dir = std::env::temp_dir().join(format!("pg16-clean-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let run = prove_in(&dir, priority, None);
-    let _ = std::fs::remove_dir_all(&dir);
-    run
+    let dir = tempfile::Builder::new()
+        .prefix("pg16-clean-")
+        .tempdir()
+        .unwrap();
+    prove_in(dir.path(), priority, None)
 }
 
 fn assert_within_bounds(run: &Run, clean: &Run) {

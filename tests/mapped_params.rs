@@ -14,8 +14,8 @@ use preemptible_groth16::groth16::{
 use preemptible_groth16::Scalar;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use std::path::PathBuf;
 use std::sync::OnceLock;
+use tempfile::NamedTempFile;
 
 const CIRCUIT: Squares = Squares { n: 300 };
 
@@ -32,23 +32,14 @@ fn params() -> &'static (Parameters, Vec<u8>) {
 }
 
 /// A file of `bytes` under the temp directory, removed when dropped.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(name: &str, bytes: &[u8]) -> TempFile {
-        let path = std::env::temp_dir().join(format!(
-            "mapped-params-{name}-{}.params",
-            std::process::id()
-        ));
-        std::fs::write(&path, bytes).unwrap();
-        TempFile(path)
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+fn temp_file(name: &str, bytes: &[u8]) -> NamedTempFile {
+    let file = tempfile::Builder::new()
+        .prefix(&format!("mapped-params-{name}-"))
+        .suffix(".params")
+        .tempfile()
+        .unwrap();
+    std::fs::write(file.path(), bytes).unwrap();
+    file
 }
 
 /// Byte offset of the first point of each query (h, l, a, b_g1, b_g2).
@@ -71,10 +62,10 @@ fn query_starts(params: &Parameters) -> Vec<usize> {
 #[test]
 fn proofs_from_a_mapped_file_equal_those_from_memory() {
     let (params, bytes) = params();
-    let file = TempFile::new("equal", bytes);
+    let file = temp_file("equal", bytes);
     let pvk = prepare_verifying_key(&params.vk);
     for checked in [false, true] {
-        let mapped = MappedParameters::open(&file.0, checked).unwrap();
+        let mapped = MappedParameters::open(file.path(), checked).unwrap();
         assert_eq!(mapped.vk(), &params.vk);
         assert_eq!(mapped.checked(), checked);
         assert_eq!(mapped.h().len(), params.h.len());
@@ -90,8 +81,8 @@ fn proofs_from_a_mapped_file_equal_those_from_memory() {
 #[test]
 fn a_mapped_file_serves_batches_and_priorities() {
     let (params, bytes) = params();
-    let file = TempFile::new("batch", bytes);
-    let mapped = MappedParameters::open(&file.0, false).unwrap();
+    let file = temp_file("batch", bytes);
+    let mapped = MappedParameters::open(file.path(), false).unwrap();
     let pvk = prepare_verifying_key(&params.vk);
     let rng = &mut ChaCha20Rng::seed_from_u64(6);
     let proofs =
@@ -118,8 +109,8 @@ fn every_truncation_is_an_error_at_open() {
     }
     cuts.push(bytes.len() - 1);
     for len in cuts {
-        let file = TempFile::new("cut", &bytes[..len]);
-        match MappedParameters::open(&file.0, false) {
+        let file = temp_file("cut", &bytes[..len]);
+        match MappedParameters::open(file.path(), false) {
             Err(ReadError::Truncated { .. }) => {}
             other => panic!("truncated to {len} of {} bytes: {other:?}", bytes.len()),
         }
@@ -127,8 +118,8 @@ fn every_truncation_is_an_error_at_open() {
     // Bytes after the last query are ignored, as `Parameters::read` ignores them.
     let mut longer = bytes.clone();
     longer.extend_from_slice(&[0xff; 100]);
-    let file = TempFile::new("longer", &longer);
-    assert!(MappedParameters::open(&file.0, true).is_ok());
+    let file = temp_file("longer", &longer);
+    assert!(MappedParameters::open(file.path(), true).is_ok());
 }
 
 #[test]
@@ -137,9 +128,9 @@ fn a_length_field_claiming_more_than_the_file_is_truncation() {
     let starts = query_starts(params);
     let mut hostile = bytes.clone();
     hostile[starts[1] - 4..starts[1]].copy_from_slice(&u32::MAX.to_be_bytes());
-    let file = TempFile::new("hostile", &hostile);
+    let file = temp_file("hostile", &hostile);
     assert!(matches!(
-        MappedParameters::open(&file.0, false),
+        MappedParameters::open(file.path(), false),
         Err(ReadError::Truncated { section: "l" })
     ));
 }
@@ -151,9 +142,9 @@ fn mismatched_query_lengths_are_malformed() {
     shorter_b.b_g2.pop();
     let mut bytes = Vec::new();
     shorter_b.write(&mut bytes).unwrap();
-    let file = TempFile::new("malformed", &bytes);
+    let file = temp_file("malformed", &bytes);
     assert!(matches!(
-        MappedParameters::open(&file.0, false),
+        MappedParameters::open(file.path(), false),
         Err(ReadError::Malformed(_))
     ));
 }
@@ -166,12 +157,12 @@ fn a_corrupt_point_fails_the_checked_open_and_the_unchecked_proof() {
         let mut corrupt = bytes.clone();
         // A bit of the y coordinate of the query's third point: off the curve.
         corrupt[starts[query] + 2 * size + size - 1] ^= 1;
-        let file = TempFile::new(name, &corrupt);
-        match MappedParameters::open(&file.0, true) {
+        let file = temp_file(name, &corrupt);
+        match MappedParameters::open(file.path(), true) {
             Err(ReadError::InvalidPoint { section, index: 2 }) if section == name => {}
             other => panic!("{name}: {other:?}"),
         }
-        let unchecked = MappedParameters::open(&file.0, false).unwrap();
+        let unchecked = MappedParameters::open(file.path(), false).unwrap();
         let err = create_proof(CIRCUIT, &unchecked, Scalar::ONE, Scalar::ONE)
             .unwrap_err()
             .to_string();
@@ -181,7 +172,11 @@ fn a_corrupt_point_fails_the_checked_open_and_the_unchecked_proof() {
 
 #[test]
 fn a_missing_file_is_an_io_error() {
-    let missing = std::env::temp_dir().join("mapped-params-no-such-file.params");
+    let dir = tempfile::Builder::new()
+        .prefix("mapped-params-")
+        .tempdir()
+        .unwrap();
+    let missing = dir.path().join("no-such-file.params");
     assert!(matches!(
         MappedParameters::open(&missing, false),
         Err(ReadError::Io { .. })

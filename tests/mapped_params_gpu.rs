@@ -20,13 +20,15 @@ use rand_chacha::ChaCha20Rng;
 #[test]
 fn a_mapped_proof_on_a_fake_device_equals_the_one_from_memory() {
     std::env::set_var(FAKE_GPUS_ENV, "1:1000");
-    let dir = std::env::temp_dir().join(format!("pg16-mapped-gpu-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::env::set_var(LOCK_DIR_ENV, &dir);
+    let dir = tempfile::Builder::new()
+        .prefix("pg16-mapped-gpu-")
+        .tempdir()
+        .unwrap();
+    std::env::set_var(LOCK_DIR_ENV, dir.path());
 
     let circuit = Squares::log2(12);
     let params = generate_random_parameters(circuit, &mut ChaCha20Rng::seed_from_u64(8)).unwrap();
-    let path = dir.join("squares-12.params");
+    let path = dir.path().join("squares-12.params");
     let mut bytes = Vec::new();
     params.write(&mut bytes).unwrap();
     std::fs::write(&path, &bytes).unwrap();
@@ -45,5 +47,4 @@ fn a_mapped_proof_on_a_fake_device_equals_the_one_from_memory() {
     .unwrap());
     let on_device: u64 = report.gpu_chunks.iter().map(|(_, n)| n).sum();
     assert!(on_device > 0, "no chunk on the device: {report:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

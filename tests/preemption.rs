@@ -34,17 +34,28 @@ const CHUNK: usize = 1 << 12;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// A test's turn: its lock directory, removed when this is dropped (also when the test fails),
+/// then the serializing guard.
+struct Turn {
+    _dir: tempfile::TempDir,
+    _serial: MutexGuard<'static, ()>,
+}
+
 /// Serializes the tests, points the lock directory at a fresh folder, and sets up two fake
 /// devices (read once per process, at the first proof).
-fn setup(name: &str) -> MutexGuard<'static, ()> {
-    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+fn setup(name: &str) -> Turn {
+    let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _ = env_logger::builder().is_test(true).try_init();
     std::env::set_var(FAKE_GPUS_ENV, "2:4000");
-    let dir = std::env::temp_dir().join(format!("pg16-preempt-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::env::set_var(LOCK_DIR_ENV, &dir);
-    guard
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("pg16-preempt-{name}-"))
+        .tempdir()
+        .unwrap();
+    std::env::set_var(LOCK_DIR_ENV, dir.path());
+    Turn {
+        _dir: dir,
+        _serial: serial,
+    }
 }
 
 struct Setup {
@@ -574,17 +585,11 @@ fn fill(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 #[test]
 #[ignore = "needs root to mount a tmpfs; run with --ignored as root (scripts/test.sh does)"]
 fn a_full_lock_directory_loses_no_proof() {
+    // Holds the lock directory: removed when dropped, after the unmount, also when an assertion
+    // fails.
     let _g = setup("full");
     let (long, short) = long_and_short();
     let dir = locks::lock_dir();
-    // Dropped last (after the unmount), also when an assertion fails.
-    struct RemoveDir(std::path::PathBuf);
-    impl Drop for RemoveDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-    let _remove = RemoveDir(dir.clone());
     let mount = std::process::Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=1m,nr_inodes=48", "tmpfs"])
         .arg(&dir)

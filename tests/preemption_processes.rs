@@ -4,7 +4,7 @@
 //! when the test ends. The child prints its report as one JSON line;
 //! the parent asserts on it, and kills children with SIGKILL to show that a dead holder or a dead
 //! requester leaves nothing locked.
-#![cfg(all(feature = "gpu", unix))]
+#![cfg(all(feature = "gpu", feature = "serde", unix))]
 
 #[path = "circuits/mod.rs"]
 mod circuits;
@@ -25,7 +25,6 @@ use preemptible_groth16::gpu::locks::{
 use preemptible_groth16::groth16::{generate_random_parameters, Priority, ProveOptions};
 use rand::thread_rng;
 use reports::{field, prove_and_print, report_in};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -70,25 +69,20 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// A test's hold on the process: the tests run one at a time, each with a fresh lock directory,
 /// removed when this is dropped (also when the test fails).
 struct Setup {
-    dir: PathBuf,
+    _dir: tempfile::TempDir,
     _serial: MutexGuard<'static, ()>,
-}
-
-impl Drop for Setup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 fn setup(name: &str) -> Setup {
     let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     std::env::set_var(FAKE_GPUS_ENV, FAKES);
-    let dir = std::env::temp_dir().join(format!("pg16-procs-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::env::set_var(LOCK_DIR_ENV, &dir);
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("pg16-procs-{name}-"))
+        .tempdir()
+        .unwrap();
+    std::env::set_var(LOCK_DIR_ENV, dir.path());
     Setup {
-        dir,
+        _dir: dir,
         _serial: serial,
     }
 }

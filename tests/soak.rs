@@ -7,7 +7,7 @@
 //! longer. Children are this test binary re-executed (`soak_child`, an ignored test run with
 //! `--ignored --exact`). A child that exits without a verified proof, or dies of a signal the
 //! parent did not send, is a failure.
-#![cfg(all(feature = "gpu", unix))]
+#![cfg(all(feature = "gpu", feature = "serde", unix))]
 
 #[path = "circuits/mod.rs"]
 mod circuits;
@@ -25,7 +25,7 @@ use reports::{field, prove_and_print, quantile, report_in};
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -72,28 +72,6 @@ struct Running {
     kill_at: Option<Instant>,
     /// Whether the parent sent it SIGKILL.
     killed: bool,
-}
-
-/// Removes a directory when dropped, also when the test fails.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Why a finished child counts as a failure, if it does: it must have exited with 0 after a
@@ -148,7 +126,11 @@ fn soak_many_provers_with_kills() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(4);
-    let root_dir = TempDir::new("pg16-soak");
+    // Removed when dropped, also when the test fails.
+    let root_dir = tempfile::Builder::new()
+        .prefix("pg16-soak-")
+        .tempdir()
+        .unwrap();
     let root = root_dir.path();
     let lock_dir = root.join("locks");
     std::fs::create_dir_all(&lock_dir).unwrap();

@@ -35,10 +35,12 @@ fn sizes() -> (usize, usize) {
 fn many_provers_at_random_priorities_share_two_devices() {
     let _ = env_logger::builder().is_test(true).try_init();
     std::env::set_var(FAKE_GPUS_ENV, "2:1000");
-    let dir = std::env::temp_dir().join(format!("pg16-stress-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::env::set_var(LOCK_DIR_ENV, &dir);
+    let temp = tempfile::Builder::new()
+        .prefix("pg16-stress-")
+        .tempdir()
+        .unwrap();
+    let dir = temp.path();
+    std::env::set_var(LOCK_DIR_ENV, dir);
 
     let rng = &mut ChaCha20Rng::seed_from_u64(99);
     let long = Squares::log2(13);
@@ -105,14 +107,13 @@ fn many_provers_at_random_priorities_share_two_devices() {
         preemptions > 0,
         "higher provers took devices from lower ones"
     );
-    for s in locks::status(&dir, &devices).unwrap() {
+    for s in locks::status(dir, &devices).unwrap() {
         assert!(s.holder.is_none(), "{} still held: {s:?}", s.device);
         assert!(s.wanted_at.is_empty(), "{} still wanted: {s:?}", s.device);
     }
-    let files = std::fs::read_dir(&dir).unwrap().count();
+    let files = std::fs::read_dir(dir).unwrap().count();
     assert!(
         files <= devices.len() * 4,
         "{files} files in the lock directory"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
