@@ -51,42 +51,48 @@ impl CircuitShape {
                 v * self.coefficients[coeff as usize]
             }
         };
-        // Row `i` of `m`; past the constraints, the input constraints `input * 0 = 0`.
-        let row = |m: &Matrix, i: usize, input_row: fn(Scalar) -> Scalar| -> Scalar {
-            if i < n {
-                m.row(i)
-                    .iter()
-                    .fold(Scalar::ZERO, |acc, &term| acc + value(term))
-            } else {
-                input_row(inputs[i - n])
-            }
+        // Row `i < n` of `m`.
+        let row = |m: &Matrix, i: usize| -> Scalar {
+            let mut terms = m.row(i).iter();
+            terms.next().map_or(Scalar::ZERO, |&first| {
+                terms.fold(value(first), |acc, &term| acc + value(term))
+            })
         };
-        // Each vector is written where it lies, by all cores, one matrix at a time: made empty
-        // and then filled, 2^24 rows spent most of their time writing 1.5 GiB of zeros on one
-        // thread. The capacity leaves room for the FFTs' domain.
+        // The three vectors are made by all cores: zeros first (the page faults spread over the
+        // cores), then one pass that evaluates each row in A, B and C and checks it, so that the
+        // witness is read once and no vector is read back. The capacity leaves room for the
+        // FFTs' domain.
         let capacity = rows.max(domain);
-        let evaluated = |m: &Matrix, input_row: fn(Scalar) -> Scalar| -> Vec<Scalar> {
+        let zeros = || {
             let mut v = Vec::with_capacity(capacity);
-            v.par_extend(
-                (0..rows)
-                    .into_par_iter()
-                    .with_min_len(ROWS_PER_TASK)
-                    .map(|i| row(m, i, input_row)),
-            );
+            v.par_extend(rayon::iter::repeat_n(Scalar::ZERO, rows));
             v
         };
-        let (a, b, c) = multicore::install(|| {
-            (
-                evaluated(&self.a, |input| input),
-                evaluated(&self.b, |_| Scalar::ZERO),
-                evaluated(&self.c, |_| Scalar::ZERO),
-            )
-        });
+        let (mut a, mut b, mut c) = multicore::install(|| (zeros(), zeros(), zeros()));
         let bad = multicore::install(|| {
-            (0..rows)
-                .into_par_iter()
-                .with_min_len(ROWS_PER_TASK)
-                .find_first(|&i| a[i] * b[i] != c[i])
+            a.par_chunks_mut(ROWS_PER_TASK)
+                .zip(b.par_chunks_mut(ROWS_PER_TASK))
+                .zip(c.par_chunks_mut(ROWS_PER_TASK))
+                .enumerate()
+                .filter_map(|(task, ((a, b), c))| {
+                    let mut first_bad = None;
+                    for (j, ((a, b), c)) in a.iter_mut().zip(b).zip(c).enumerate() {
+                        let i = task * ROWS_PER_TASK + j;
+                        if i < n {
+                            *a = row(&self.a, i);
+                            *b = row(&self.b, i);
+                            *c = row(&self.c, i);
+                        } else {
+                            // The input constraints `input * 0 = 0` past the circuit's own.
+                            *a = inputs[i - n];
+                        }
+                        if first_bad.is_none() && *a * *b != *c {
+                            first_bad = Some(i);
+                        }
+                    }
+                    first_bad
+                })
+                .min()
         });
         if let Some(i) = bad {
             log::warn!("constraint {i} of {rows} is not satisfied by the witness");
