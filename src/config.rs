@@ -1,5 +1,6 @@
 //! Every setting this crate takes from the environment, read in one place ([`Config::from_env`])
-//! into one struct; README's "Configuration" table documents each. A setting is read when the
+//! into one struct; the constants below name each variable and say what it sets (README's
+//! "Configuration" table lists them too). A setting is read when the
 //! work it shapes begins: the thread pools at their first use, the devices and their programs
 //! at the first proof that wants a GPU, the lock directory and `BELLMAN_NO_GPU` at each proof's
 //! claim (so that a service can change them between proofs). The device start and each claim

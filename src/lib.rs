@@ -44,12 +44,16 @@
 //! With the `gpu` feature, the FFTs and multiexps run on every OpenCL GPU the machine has
 //! (NVIDIA, AMD, or PoCL on a CPU for tests); without a device, or with `use_gpu` off, everything
 //! runs on the CPU with the same results. Provers in one process or in many share the devices
-//! through lock files in the temp directory (`gpu::locks`). Each proof has a
+//! through lock files (`gpu::locks`). Each proof has a
 //! [`Priority`](groth16::Priority): `Low`, `Normal` or `High`. A prover holding a device hands it
 //! to a higher priority at its next chunk of work (milliseconds), frees its device memory, goes
 //! on on the CPU without losing finished chunks, and takes the device back once it is free.
-//! `create_proof_in_priority` and the `*_batch_in_priority` functions prove at `High`, as
-//! bellperson's do.
+//! The `*_in_priority` functions take bellperson's `priority: bool`: `true` proves at `High`,
+//! `false` at `Normal`. A service readies its devices once at start
+//! (`gpu::backend::devices()`: discovery, programs compiled or read from the disk cache), so
+//! that its first proof does not pay for them. Lock files live in the temp directory, or in
+//! `PREEMPTIBLE_GROTH16_LOCK_DIR`; OpenCL CPU devices (PoCL) are used only with
+//! `PREEMPTIBLE_GROTH16_OPENCL_CPU=1`.
 //!
 //! # Options and reports
 //!
@@ -105,15 +109,31 @@
 //! of bellpepper-core 0.2 and its gadgets included): change the `use` lines and keep the code.
 //! Files and proofs are byte-compatible both ways, and bellperson's lock files are honoured.
 //!
-//! Module map (see `docs/ARCHITECTURE.md`): [`multicore`] owns the thread pool, [`multiexp`] the
+//! # Cargo features and settings
+//!
+//! - `gpu`: the OpenCL backend ([`gpu`]); without it everything runs on the CPU and nothing
+//!   OpenCL is compiled or needed. With it the build links the OpenCL loader (`libOpenCL.so`).
+//! - `serde`: `Serialize` on `ProofReport` and `Serialize`/`Deserialize` on `Priority`.
+//! - `test-hooks`: failure injection for this crate's own tests; not for services.
+//!
+//! Per-process settings (threads, devices, lock and cache directories) are environment
+//! variables, listed in [`config`].
+//!
+//! Module map (see [docs/ARCHITECTURE.md](https://github.com/preemptible-groth16/preemptible-groth16/blob/main/docs/ARCHITECTURE.md)): [`multicore`] owns the thread pool, [`multiexp`] the
 //! Pippenger multi-scalar multiplication, [`domain`] the FFTs, [`groth16`] the protocol.
 #![deny(missing_docs, rustdoc::broken_intra_doc_links)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // `unsafe` is denied except where a block carries a SAFETY note: the mapping of a parameter
 // file (`bases.rs`, the one block without the `gpu` feature) and, with `gpu`, the OpenCL layer's
 // kernel launches and staging memory (its mapping and the copies through it) and Linux system
 // calls (`free.rs`: `madvise`, `sysconf`; `multicore.rs`: the scheduling policy and nice value of
 // the background pool's threads).
 #![deny(unsafe_code)]
+
+// README's Rust blocks compile and run as doctests, so the page a user reads first stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 mod backend;
 mod bases;

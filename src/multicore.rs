@@ -1,14 +1,11 @@
 //! The crate's thread pools.
 //!
-//! All parallel work (multiexp, FFT, parameter generation, witness synthesis of batches) runs on a
-//! dedicated [rayon](https://docs.rs/rayon) pool, so the caller's own rayon pool is left alone and
-//! the thread count is set in one place. rayon was chosen over a hand-made pool of
-//! crossbeam-channel workers because its work stealing handles the nested parallelism here (an FFT
-//! inside a batch of proofs) and because calling [`install`] from inside the pool runs the closure
-//! in place instead of blocking a worker on its own pool (the deadlock bellman's `Worker` guards
-//! against by hand). Measured on the 2-core development machine: the G1 multiexp at 2^16 runs
-//! 1.9x faster on 2 threads than on 1 (0.42 s against 0.79 s). Its tasks last milliseconds, so a
-//! hand-made pool has little scheduling overhead to win back; none was built to compare.
+//! All parallel work (multiexp, FFT, parameter generation, the evaluations from a recorded shape)
+//! runs on a dedicated [rayon](https://docs.rs/rayon) pool, so the caller's own rayon pool is
+//! left alone and the thread count is set in one place. rayon's work stealing handles the nested
+//! parallelism here (an FFT inside a multiexp's scheduling), and calling [`install`] from inside
+//! the pool runs the closure in place instead of blocking a worker on its own pool (the deadlock
+//! bellman's `Worker` guards against by hand).
 //!
 //! The thread count comes from `PREEMPTIBLE_GROTH16_THREADS` (read once, at first use) and
 //! defaults to the number of logical CPUs.

@@ -21,7 +21,9 @@ pub struct ProveOptions {
     pub priority: Priority,
     /// Whether to use GPUs at all (with the `gpu` feature; without it, the CPU does everything).
     pub use_gpu: bool,
-    /// Only these devices (ids as `gpu_info` lists them); `None` for every selected device.
+    /// Only these devices, by id exactly (as `gpu::backend::device_ids()` and the `gpu_info`
+    /// example list them; `PREEMPTIBLE_GROTH16_GPUS` also takes name fragments); `None` for every
+    /// selected device. Ids that match no device leave the proof on the CPU.
     pub devices: Option<Vec<String>>,
     /// Terms per G1 multiexp chunk (G2 chunks take a quarter): the unit of work handed to a
     /// device or the CPU, and so the bound on how long a higher priority waits for a device (one
@@ -30,7 +32,7 @@ pub struct ProveOptions {
     /// Quotient domains of at least this many values go in steps kept on the host from their
     /// first try on a device when the proof is at [`Priority::Low`]: a higher priority that takes
     /// the device in the middle then costs at most the step it interrupts, not the quotient so
-    /// far (at 2^24 constraints the whole quotient takes about 1.3 s on an H200). Each kept step
+    /// far. Each kept step
     /// costs a download (about 40 ms at 2^24) and keeps up to three coset vectors (32 bytes a
     /// value each) in host memory beside the inputs until the quotient is done, so smaller
     /// quotients, and those of higher priorities, go whole first.
@@ -44,16 +46,18 @@ pub struct ProveOptions {
     /// In a batch, how many synthesized witnesses may wait for the prover while it proves the
     /// one before (witnesses are synthesized beside the proofs, on a thread of their own).
     /// `None`: as many as fit in a quarter of the memory available at the batch's start, one to
-    /// eight.
+    /// eight and at most the batch's size (two where the available memory cannot be read, off
+    /// Linux).
     pub witnesses_ahead: Option<usize>,
 }
 
-/// Default of [`ProveOptions::stepped_quotient_from`]: 2^22 values, where the whole quotient
-/// takes about 0.3 s on an H200.
+/// Default of [`ProveOptions::stepped_quotient_from`]: 2^22 values (a proof of more than 2^21
+/// constraints).
 pub const DEFAULT_STEPPED_QUOTIENT_FROM: usize = 1 << 22;
 
-/// Default terms per chunk: about 30 ms of the current G1 multiexp kernel on an H200 (2^16 terms
-/// took 56 ms), under the 50 ms hand-over goal; smaller chunks cost more per term.
+/// Default terms per chunk: a higher priority waits for at most the holder's chunk in progress
+/// (hand-over p99 under 20 ms on an H200, docs/BENCHMARKS.md); smaller chunks cost more per
+/// term.
 pub const DEFAULT_CHUNK_TERMS: usize = 1 << 15;
 
 impl Default for ProveOptions {
@@ -144,7 +148,8 @@ impl ProveOptions {
 pub struct ProofReport {
     /// The priority the proof ran at.
     pub priority: Priority,
-    /// Wall time of the proof, synthesis included.
+    /// Wall time from the call's start until this proof was done, its synthesis included (in a
+    /// batch, from the batch's start: the last proof's `total` is the batch's).
     pub total: Duration,
     /// Wall time of this proof's witness synthesis (in a batch, each circuit's own, made while
     /// the device worked on earlier proofs), before any device is claimed: the CPU part a

@@ -271,9 +271,9 @@ impl FakeDevice {
 
 /// Runs `compute` (the CPU's stand-in for a device's kernels) on a thread of its own while
 /// asking `interrupt` every millisecond, as a real device's kernels are waited for while
-/// probing: computed in line, a fake quotient's FFTs of 2^16 values held a high prover up for
-/// 180 ms on the 2-core development machine under the tests' other threads, where a real one
-/// waits for at most one kernel. An interrupted computation runs on to its end on its thread
+/// probing, so that a fake quotient cannot hold a high prover up for longer than a real one
+/// would (one kernel): computed in line, its FFTs of 2^16 values take 180 ms on a 2-core Xeon
+/// under the tests' other threads. An interrupted computation runs on to its end on its thread
 /// and its result is dropped.
 fn computed_interruptibly<T: Send + 'static>(
     compute: impl FnOnce() -> T + Send + 'static,

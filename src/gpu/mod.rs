@@ -1,6 +1,14 @@
 //! OpenCL backend (feature `gpu`).
 //!
-//! Device discovery and selection ([`device`]), program building with in-memory and on-disk caches
+//! Proofs use it on their own (`groth16::ProveOptions::use_gpu`, on by default); what a service
+//! calls here: [`backend::devices`] once at start (discovery, programs compiled or read from the
+//! disk cache, so that the first proof does not pay for them) and [`backend::device_ids`] (the
+//! ids `ProveOptions::devices` takes); [`gpu_is_available`] (is a device free now?);
+//! [`PriorityGuard::acquire`] (keep a claim at a priority across several proofs); [`Selection`]
+//! (which devices, from `PREEMPTIBLE_GROTH16_GPUS` and `PREEMPTIBLE_GROTH16_OPENCL_CPU`); and the
+//! lock files' status ([`locks`], as the `gpu_status` example shows them).
+//!
+//! Inside: device discovery and selection ([`device`]), program building with in-memory and on-disk caches
 //! ([`program`]), Montgomery arithmetic for `Fr`, `Fq` and `Fq2` as OpenCL sources ([`source`],
 //! `src/gpu/cl/`, with an inline-PTX multiplication on NVIDIA), the FFT and the prover's quotient
 //! ([`FftKernel`]), G1 and G2 multiexps over chunks and across devices ([`MultiexpKernel`],

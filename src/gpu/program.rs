@@ -70,15 +70,15 @@ pub struct BuiltProgram {
 
 /// What the programs of one device share, made at the first build for it and kept for the
 /// process: the OpenCL context, the two queues, and the pinned staging memory of each (64 MiB,
-/// made at its first transfer). One per device rather than per program: with a context and two
-/// stagings per program, the three programs (FFT, G1, G2) held 384 MiB of pinned memory and
-/// three contexts, and a 2^20 proof's peak host memory was 2.6x the parameter file on the H200.
-/// Within a proof the programs of a device run one after another (one worker per held device,
+/// made at its first transfer). One per device rather than per program: a context and two
+/// stagings per program would hold three contexts and 384 MiB of pinned memory for the three
+/// programs (FFT, G1, G2), and raise a 2^20 proof's peak host memory to 2.6x the parameter file
+/// (H200). Within a proof the programs of a device run one after another (one worker per held device,
 /// the quotient and the multiexps in turn); the warm-up runs the FFT and the multiexp side by
 /// side, and tests may share a device between threads: the staging then serves one caller at a
 /// time and the in-order queues keep each caller's commands in order. A driver error that
-/// poisons the context (a faulted kernel, on NVIDIA) now reaches all three programs, as it would
-/// the device anyway.
+/// poisons the context (a faulted kernel, on NVIDIA) reaches all three programs, as it would the
+/// device anyway.
 #[derive(Debug)]
 struct DeviceContext {
     context: ocl::Context,

@@ -29,10 +29,10 @@ pub(super) struct ProvingAssignment {
     pub(super) recorder: Option<Box<ShapeRecorder>>,
 }
 
-/// The sizes the parameters promise, reserved before synthesis: grown by doubling, the vectors of
-/// a 2^20-constraint witness were copied several times, and the quotient then grew the evaluations
-/// once more to the domain's size (no difference in synthesis time measurable at 2^18 on the
-/// 2-core development machine; it saves the copies and the doubled capacity).
+/// The sizes the parameters promise, reserved before synthesis: vectors grown by doubling would be
+/// copied several times for a 2^20-constraint witness, and the quotient would then grow the
+/// evaluations once more to the domain's size. Reserving saves the copies and the doubled
+/// capacity (synthesis time itself is the same at 2^18 on a 2-core Xeon).
 pub(super) struct AssignmentSize {
     /// The evaluation domain (at least the constraints).
     pub(super) domain: usize,

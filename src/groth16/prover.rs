@@ -365,8 +365,10 @@ where
 
 /// Proves several circuits that share `params`, circuit `i` with blinding factors `r[i]`, `s[i]`.
 ///
-/// The witnesses are synthesized in parallel; the proofs are then made one after another, each
-/// using every thread for its FFTs and multiexps.
+/// The proofs are made one after another, each using every thread for its FFTs and multiexps;
+/// the witnesses are synthesized one after another on a thread of their own beside them, at
+/// most [`ProveOptions::witnesses_ahead`](crate::groth16::ProveOptions::witnesses_ahead)
+/// waiting.
 pub fn create_proof_batch<C, P>(
     circuits: Vec<C>,
     params: P,
@@ -701,7 +703,7 @@ where
     create_proof_batch_in_priority(circuits, params, r, s, priority)
 }
 
-/// The earlier name of [`create_proof_batch_in_priority`].
+/// An alias of [`create_proof_batch_in_priority`], bellperson 0.27's name.
 #[deprecated(
     since = "0.1.0",
     note = "use `create_proof_batch_in_priority`, bellperson's name"
@@ -720,7 +722,7 @@ where
     create_proof_batch_in_priority(circuits, params, r, s, priority)
 }
 
-/// The earlier name of [`create_random_proof_batch_in_priority`].
+/// An alias of [`create_random_proof_batch_in_priority`], bellperson 0.27's name.
 #[deprecated(
     since = "0.1.0",
     note = "use `create_random_proof_batch_in_priority`, bellperson's name"

@@ -22,7 +22,17 @@ const MAGIC: &[u8; 8] = b"PG16SHP1";
 const BLOCK: usize = 1 << 16;
 
 impl CircuitShape {
-    /// Writes the shape in the format above.
+    /// Writes the shape, for [`CircuitShape::read`]:
+    ///
+    /// ```text
+    /// "PG16SHP1" | num_inputs u64 | num_aux u64 | len u32, coefficients (32 bytes each, canonical) |
+    /// A, B, C: rows u64 | terms u64 | row ends (u32 each) | terms (variable u32, coefficient u32)
+    /// ```
+    ///
+    /// Integers are big-endian, as in the parameter files. Reading never trusts a length: blocks are
+    /// read as they arrive (a length claiming more than the input fails at its end), and every index
+    /// is checked (row ends increasing and ending at the term count, variables below their counts,
+    /// coefficients in the table), so a corrupt file is an error, never a shape that panics later.
     pub fn write<W: Write>(&self, mut writer: W) -> io::Result<()> {
         let w = &mut writer;
         w.write_all(MAGIC)?;

@@ -59,8 +59,7 @@
 //! [`Priority::High`](crate::groth16::Priority) and `false` to `Normal`); the `*_with_options`
 //! functions return a [`ProofReport`](crate::groth16::ProofReport) beside each proof; `Proof` has
 //! no serde implementation; reading and verifying give errors where bellperson panics on some
-//! malformed input; `MappedParameters` is not here yet. SnarkPack aggregation and the
-//! CUDA/SupraSeal prover stay with bellperson.
+//! malformed input. SnarkPack aggregation and the CUDA/SupraSeal prover stay with bellperson.
 
 mod engine;
 pub mod groth16;

@@ -129,12 +129,10 @@ const RATE_RUN: Duration = Duration::from_millis(40);
 /// the `previous` estimate and when that was set or raised. A run shorter than [`RATE_RUN`] is
 /// mostly the call's fixed costs (about 10 ms on the H200, whatever its size), so it may raise
 /// the estimate but not lower it, unless the estimate is older than [`CPU_RATE_LIFE`] (a device
-/// slowed since, by another user say, is then taken at its word again). Taken as it is, the last
-/// short run's rate makes the device look several times slower than it is: after the one-chunk
-/// run that ends each 2^16 proof's B query in G2 (8191 terms in 10.3 ms), the next proof's CPU
-/// takes a chunk of that query (the device seems to need 72 ms for the other seven, which it
-/// does in 14 ms), and the query takes 39 ms instead of about 15 (H200, the debug log of a 2^16
-/// high-priority proof).
+/// slowed since, by another user say, is then taken at its word again). Taken as it is, a short
+/// run's rate would make the device look several times slower than it is: the one-chunk run
+/// that ends each 2^16 proof's B query in G2 (8191 terms in 10.3 ms on the H200) would have the
+/// next proof's CPU take a chunk of that query, which the device does in a fifth of the time.
 pub(super) fn learn_gpu_rate(
     previous: Option<(f64, Instant)>,
     terms: usize,
