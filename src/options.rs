@@ -139,11 +139,6 @@ impl ProveOptions {
 /// (`total_ms`, `peak_device_bytes`; `gpu_chunks` is the sum and `gpu_chunks_by_device` the
 /// parts), as the examples' `--json` prints it.
 #[derive(Clone, Debug, Default, PartialEq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize),
-    serde(into = "crate::report_json::ReportJson")
-)]
 #[non_exhaustive]
 pub struct ProofReport {
     /// The priority the proof ran at.

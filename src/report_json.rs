@@ -5,13 +5,19 @@
 //! their sum.
 
 use crate::options::{Priority, ProofReport};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// The JSON form of [`ProofReport`]; `ProofReport` serializes through it.
+impl Serialize for ProofReport {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        ReportJson::from(self).serialize(serializer)
+    }
+}
+
+/// The JSON form of [`ProofReport`], derived; the report serializes through it.
 #[derive(Serialize)]
-pub(crate) struct ReportJson {
+struct ReportJson {
     priority: Priority,
     total_ms: f64,
     synthesis_ms: f64,
@@ -46,8 +52,8 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-impl From<ProofReport> for ReportJson {
-    fn from(r: ProofReport) -> Self {
+impl From<&ProofReport> for ReportJson {
+    fn from(r: &ProofReport) -> Self {
         let gpu_chunks = r.gpu_chunks_total();
         // Every field named, so that a field added to the report without a JSON key is a
         // compile error here.
@@ -79,7 +85,7 @@ impl From<ProofReport> for ReportJson {
             cpu_chunks_given_up,
             device_work_lost,
             pieces_finished_on_request,
-        } = r;
+        } = r.clone();
         ReportJson {
             priority,
             total_ms: ms(total),
