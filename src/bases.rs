@@ -27,16 +27,23 @@ use std::time::{Duration, Instant};
 const MIN_WINDOW_BYTES: usize = 48 << 20;
 /// Most bytes of a decoded window (2^22 points in G1, 2^21 in G2).
 const MAX_WINDOW_BYTES: usize = 384 << 20;
-/// A query is cut into about this many windows, within the two bounds above.
+/// A query is cut into about this many windows, within the two bounds above
+/// (`PREEMPTIBLE_GROTH16_MAPPED_WINDOWS` replaces it).
 const WINDOWS_PER_QUERY: usize = 8;
 
 /// Points of each decoded window of a mapped query of `len` points of `size` bytes each (in
-/// memory: blstrs's affine points are as large as their uncompressed encodings).
-pub(crate) fn window_terms(len: usize, size: usize) -> usize {
-    let bytes = (len * size)
-        .div_ceil(WINDOWS_PER_QUERY)
-        .clamp(MIN_WINDOW_BYTES, MAX_WINDOW_BYTES);
-    (bytes / size.max(1)).max(1)
+/// memory: blstrs's affine points are as large as their uncompressed encodings), cut into about
+/// `windows` windows.
+pub(crate) fn window_terms(len: usize, size: usize, windows: usize) -> usize {
+    // Rounded up in points, not in bytes, so that `windows` windows cover the query (a byte
+    // count rounded down to whole points leaves a last window of a point or two: a device
+    // call of its own).
+    let (fewest, most) = (
+        MIN_WINDOW_BYTES / size.max(1),
+        MAX_WINDOW_BYTES / size.max(1),
+    );
+    len.div_ceil(windows.max(1))
+        .clamp(fewest.max(1), most.max(1))
 }
 
 /// A parameter file mapped read-only into memory.
@@ -203,7 +210,10 @@ impl<'a, G: CurveAffine + UncompressedEncoding> Bases<'a, G> {
         &self,
         each: impl FnMut(&[G], Range<usize>) -> Result<(), SynthesisError>,
     ) -> Result<(), SynthesisError> {
-        self.for_each_window_of(window_terms(self.len(), encoded_size::<G>()), each)
+        let windows = crate::config::Config::from_env()
+            .mapped_windows
+            .unwrap_or(WINDOWS_PER_QUERY);
+        self.for_each_window_of(window_terms(self.len(), encoded_size::<G>(), windows), each)
     }
 
     /// [`Bases::for_each_window`] with windows of `step` points.
@@ -348,15 +358,23 @@ mod tests {
     #[test]
     fn windows_are_an_eighth_of_a_query_within_bounds() {
         let (g1, g2) = (96, 192);
-        assert_eq!(window_terms(1, g1), 1 << 19);
-        assert_eq!(window_terms(1 << 20, g1), 1 << 19);
-        assert_eq!(window_terms(1 << 20, g2), 1 << 18);
-        assert_eq!(window_terms(1 << 24, g1), 1 << 21);
-        assert_eq!(window_terms(1 << 24, g2), 1 << 21);
-        assert_eq!(window_terms(1 << 27, g1), 1 << 22);
-        assert_eq!(window_terms(1 << 27, g2), 1 << 21);
-        assert_eq!(window_terms(1 << 20, g1) * g1, MIN_WINDOW_BYTES);
-        assert_eq!(window_terms(1 << 30, g2) * g2, MAX_WINDOW_BYTES);
+        assert_eq!(window_terms(1, g1, 8), 1 << 19);
+        assert_eq!(window_terms(1 << 20, g1, 8), 1 << 19);
+        assert_eq!(window_terms(1 << 20, g2, 8), 1 << 18);
+        assert_eq!(window_terms(1 << 24, g1, 8), 1 << 21);
+        assert_eq!(window_terms(1 << 24, g2, 8), 1 << 21);
+        assert_eq!(window_terms(1 << 27, g1, 8), 1 << 22);
+        assert_eq!(window_terms(1 << 27, g2, 8), 1 << 21);
+        assert_eq!(window_terms(1 << 20, g1, 8) * g1, MIN_WINDOW_BYTES);
+        assert_eq!(window_terms(1 << 30, g2, 8) * g2, MAX_WINDOW_BYTES);
+        // Fewer windows are larger, within the same bounds; the windows cover the query.
+        assert_eq!(
+            ((1usize << 23) - 1).div_ceil(window_terms((1 << 23) - 1, g1, 8)),
+            8
+        );
+        assert_eq!(window_terms(1 << 22, g1, 2), 1 << 21);
+        assert_eq!(window_terms(1 << 23, g1, 2), 1 << 22);
+        assert_eq!(window_terms(1 << 20, g1, 1), 1 << 20);
     }
 
     /// A file of `prefix` bytes, then `points` encoded, mapped; removed when mapped.

@@ -27,6 +27,10 @@ pub const OPTIONS_ENV: &str = "PREEMPTIBLE_GROTH16_CL_OPTIONS";
 /// Replaces the default grace (10 ms), in milliseconds, for which a request lets a nearly
 /// finished multiexp piece finish (0: never; `gpu` feature, for experiments).
 pub const FINISH_GRACE_ENV: &str = "PREEMPTIBLE_GROTH16_FINISH_GRACE_MS";
+/// How many windows a mapped query is decoded and proved in (default 8; each window 48 to
+/// 384 MiB whatever this says; for experiments: fewer windows are fewer device calls and more
+/// host memory).
+pub const MAPPED_WINDOWS_ENV: &str = "PREEMPTIBLE_GROTH16_MAPPED_WINDOWS";
 /// The directory of the lock files (`gpu` feature; default: the temp directory).
 pub const LOCK_DIR_ENV: &str = "PREEMPTIBLE_GROTH16_LOCK_DIR";
 /// `N` or `N:ns-per-term`: N fake devices instead of the OpenCL ones (`gpu` feature; tests and
@@ -56,6 +60,8 @@ pub struct Config {
     pub cl_options: Option<String>,
     /// [`FINISH_GRACE_ENV`].
     pub finish_grace: Option<Duration>,
+    /// [`MAPPED_WINDOWS_ENV`].
+    pub mapped_windows: Option<usize>,
     /// [`LOCK_DIR_ENV`], else the temp directory.
     pub lock_dir: PathBuf,
     /// [`FAKE_GPUS_ENV`]: how many fake devices, and their nanoseconds per multiexp term if
@@ -104,6 +110,7 @@ impl Config {
                     None
                 }
             }),
+            mapped_windows: positive(MAPPED_WINDOWS_ENV),
             lock_dir: std::env::var_os(LOCK_DIR_ENV)
                 .map(PathBuf::from)
                 .unwrap_or_else(std::env::temp_dir),
