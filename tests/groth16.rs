@@ -326,3 +326,44 @@ fn verification_errors_convert_for_question_mark() {
     .into();
     assert!(matches!(batch, SynthesisError::IncompatibleLengthVector(_)));
 }
+
+#[test]
+fn setup_progress_tells_the_size_then_every_point() {
+    use preemptible_groth16::groth16::{generate_random_parameters_with_progress, SetupProgress};
+    use std::sync::Mutex;
+    let c = Squares { n: 5000 };
+    let events = Mutex::new(Vec::new());
+    let params = generate_random_parameters_with_progress(c, &mut rng(9), &|p| {
+        events.lock().unwrap().push(p)
+    })
+    .unwrap();
+    let events = events.into_inner().unwrap();
+    // 5000 squarings, the output's constraint and one `input * 0 = 0` per input.
+    assert!(
+        matches!(
+            events.first(),
+            Some(SetupProgress::Synthesized {
+                constraints: 5003,
+                inputs: 2,
+                aux: 5001
+            })
+        ),
+        "{:?}",
+        events.first()
+    );
+    // Every point of every query, counted once: the G1 queries (IC, H, L, A and B, before the
+    // points at infinity are dropped) and B in G2.
+    let points = |p: &SetupProgress| match *p {
+        SetupProgress::Points { done, total } => Some((done, total)),
+        _ => None,
+    };
+    let counts: Vec<(u64, u64)> = events.iter().filter_map(points).collect();
+    let total = counts[0].1;
+    assert!(counts.iter().all(|&(done, t)| t == total && done <= total));
+    assert!(counts.iter().any(|&(done, _)| done == total));
+    let g1 = params.vk.ic.len() + params.h.len() + params.l.len() + 2 * (2 + 5001);
+    assert_eq!(total as usize, g1 + 2 + 5001);
+    // The proof from these parameters verifies.
+    let proof = create_random_proof(c, &params, &mut rng(10)).unwrap();
+    assert_sound(&params, &proof, &[c.output()]);
+}
