@@ -118,17 +118,17 @@ impl Args {
 /// Makes sure the parameters of the squares circuit of `2^k` constraints are cached.
 #[cfg(feature = "gpu")]
 fn cache_squares_params(k: u32) -> Result<(), Box<dyn std::error::Error>> {
-    let a = Args::parse_from(["prover", "--log2-constraints", &k.to_string()]);
-    let (make, name) = circuit(&a);
+    let (make, name) = circuit("squares", k);
     params_for(&name, &*make).map(|_| ())
 }
 
-/// The circuit to prove, with its witness, and its public inputs.
-fn circuit(a: &Args) -> (Box<dyn Fn(bool) -> Instance>, String) {
-    match a.circuit.as_str() {
+/// The circuit `kind` of about `2^k` constraints to prove, with its witness, and its public
+/// inputs.
+fn circuit(kind: &str, k: u32) -> (Box<dyn Fn(bool) -> Instance>, String) {
+    match kind {
         "sha256" => {
             // About 2^15 constraints per 64-byte block of the preimage.
-            let blocks = (1usize << a.k.saturating_sub(15)).max(1);
+            let blocks = (1usize << k.saturating_sub(15)).max(1);
             let len = 64 * blocks - 9;
             let name = format!("sha256-{len}");
             (
@@ -147,10 +147,10 @@ fn circuit(a: &Args) -> (Box<dyn Fn(bool) -> Instance>, String) {
             )
         }
         _ => {
-            let c = Squares::log2(a.k);
+            let c = Squares::log2(k);
             (
                 Box::new(move |_| Instance::Squares(c, vec![c.output()])),
-                format!("squares-{}", a.k),
+                format!("squares-{k}"),
             )
         }
     }
@@ -239,7 +239,7 @@ fn wait_for_go(json: bool) -> Result<bool, Box<dyn std::error::Error>> {
 }
 
 fn run_prover(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
-    let (make, name) = circuit(a);
+    let (make, name) = circuit(&a.circuit, a.k);
     let (in_memory, mapped);
     let params: &(dyn ParameterSource + Sync) = if a.mapped {
         if !cache_path(&name).exists() {
