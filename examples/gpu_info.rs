@@ -82,6 +82,12 @@ fn main() {
             d.memory as f64 / (1u64 << 30) as f64,
             if d.is_cpu { ", CPU" } else { "" }
         );
+        match &d.bellperson_id {
+            Some(id) => {
+                println!("    bellperson's id: {id} (per-device lock: bellman.gpu.lock.{id})")
+            }
+            None => println!("    bellperson's id: none (neither a UUID nor a PCI id)"),
+        }
         println!("    compiler options: {:?}", program::device_options(d));
         for (name, src) in &chosen {
             let src = src();

@@ -36,9 +36,15 @@ pub const LOCK_DIR_ENV: &str = "PREEMPTIBLE_GROTH16_LOCK_DIR";
 /// `N` or `N:ns-per-term`: N fake devices instead of the OpenCL ones (`gpu` feature; tests and
 /// demos).
 pub const FAKE_GPUS_ENV: &str = "PREEMPTIBLE_GROTH16_FAKE_GPUS";
+/// The fake devices' ids as bellperson would name them, comma-separated in device order (`gpu`
+/// feature; tests): the names of their per-device bellperson lock files. A fake device without one
+/// here is named by its own id (`fake-<i>`).
+pub const FAKE_GPU_IDS_ENV: &str = "PREEMPTIBLE_GROTH16_FAKE_GPU_IDS";
 /// bellperson's switch, honoured too: set to anything but `0`, proofs run on the CPU.
 pub const BELLMAN_NO_GPU_ENV: &str = "BELLMAN_NO_GPU";
-/// bellperson's per-device locks; not read here (a warning says so when it is set).
+/// bellperson's per-device locks: a positive number makes bellperson lock each device through a
+/// file of its own, and our provers then share that file too (`gpu` feature); unset, `0` or not
+/// a number, they share bellperson's single lock file only.
 pub const BELLPERSON_GPUS_PER_LOCK_ENV: &str = "BELLPERSON_GPUS_PER_LOCK";
 
 /// The settings from the environment. A malformed value is warned about (once per variable)
@@ -67,10 +73,14 @@ pub struct Config {
     /// [`FAKE_GPUS_ENV`]: how many fake devices, and their nanoseconds per multiexp term if
     /// given.
     pub fake_gpus: Option<(usize, Option<u64>)>,
+    /// [`FAKE_GPU_IDS_ENV`] (empty: every fake device named by its own id).
+    pub fake_gpu_ids: Vec<String>,
     /// [`BELLMAN_NO_GPU_ENV`].
     pub bellman_no_gpu: bool,
-    /// [`BELLPERSON_GPUS_PER_LOCK_ENV`] is set.
-    pub bellperson_gpus_per_lock: bool,
+    /// [`BELLPERSON_GPUS_PER_LOCK_ENV`] as bellperson reads it: `Some(n)` for a positive `n`
+    /// (bellperson locks devices through per-device files), `None` when it is unset, `0` or not a
+    /// number (bellperson's single file).
+    pub bellperson_gpus_per_lock: Option<usize>,
 }
 
 impl Config {
@@ -92,14 +102,7 @@ impl Config {
         Config {
             threads: positive(THREADS_ENV),
             fill_threads: positive(FILL_THREADS_ENV),
-            devices: text(DEVICES_ENV)
-                .map(|v| {
-                    v.split(',')
-                        .map(|s| s.trim().to_string())
-                        .filter(|s| !s.is_empty())
-                        .collect()
-                })
-                .unwrap_or_default(),
+            devices: list(DEVICES_ENV),
             opencl_cpu: text(CPU_ENV).is_some_and(|v| v.trim() == "1"),
             cache_dir,
             cl_options: text(OPTIONS_ENV),
@@ -115,8 +118,35 @@ impl Config {
                 .map(PathBuf::from)
                 .unwrap_or_else(std::env::temp_dir),
             fake_gpus: text(FAKE_GPUS_ENV).and_then(|spec| fake_gpus(&spec)),
+            fake_gpu_ids: list(FAKE_GPU_IDS_ENV),
             bellman_no_gpu: text(BELLMAN_NO_GPU_ENV).is_some_and(|v| v != "0"),
-            bellperson_gpus_per_lock: std::env::var_os(BELLPERSON_GPUS_PER_LOCK_ENV).is_some(),
+            bellperson_gpus_per_lock: text(BELLPERSON_GPUS_PER_LOCK_ENV)
+                .and_then(|v| gpus_per_lock(&v)),
+        }
+    }
+}
+
+/// The comma-separated values of `name`, trimmed, empty ones left out.
+fn list(name: &str) -> Vec<String> {
+    std::env::var(name)
+        .map(|v| {
+            v.split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// [`BELLPERSON_GPUS_PER_LOCK_ENV`] parsed as bellperson 0.27 parses it (`str::parse::<usize>`,
+/// untrimmed): a positive number, else `None`. A value that is not a number is warned about, as
+/// bellperson does, and bellperson then falls back to its single file as we do.
+fn gpus_per_lock(v: &str) -> Option<usize> {
+    match v.parse::<usize>() {
+        Ok(n) => (n > 0).then_some(n),
+        Err(_) => {
+            malformed(BELLPERSON_GPUS_PER_LOCK_ENV, v, "a number of GPUs");
+            None
         }
     }
 }
@@ -156,7 +186,15 @@ fn malformed(name: &'static str, v: &str, expected: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::fake_gpus;
+    use super::{fake_gpus, gpus_per_lock};
+
+    #[test]
+    fn gpus_per_lock_as_bellperson_reads_it() {
+        assert_eq!(gpus_per_lock("2"), Some(2));
+        assert_eq!(gpus_per_lock("0"), None);
+        assert_eq!(gpus_per_lock(" 2"), None, "bellperson does not trim");
+        assert_eq!(gpus_per_lock("all"), None);
+    }
 
     #[test]
     fn fake_gpu_specs() {

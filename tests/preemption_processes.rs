@@ -17,8 +17,9 @@ mod reports;
 use circuits::Squares;
 #[cfg(target_os = "linux")]
 use cpu_time::cpu_time_of;
+use preemptible_groth16::config::BELLPERSON_GPUS_PER_LOCK_ENV;
 use preemptible_groth16::gpu::device::{self, Selection, CPU_ENV};
-use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
+use preemptible_groth16::gpu::fake::{FAKE_GPUS_ENV, FAKE_GPU_IDS_ENV};
 use preemptible_groth16::gpu::locks::{
     self, GpuLock, HigherPriorityProbe, PriorityFlag, LOCK_DIR_ENV,
 };
@@ -535,6 +536,147 @@ fn our_high_prover_takes_the_gpu_from_a_bellperson_prover() {
         "the bellperson prover did not give the GPU up"
     );
     // Once our High proof is done, bellperson's priority lock is free again.
+    assert!(!held_exclusively("bellman.priority.lock"));
+}
+
+/// bellperson's ids for the fake devices in the per-device tests: a UUID for `fake-0`, a PCI id
+/// for `fake-1`, as rust-gpu-tools names real devices.
+const BELLPERSON_IDS: [&str; 2] = ["46abccd6-022e-b783-572d-833f7104d05f", "e3:00"];
+
+/// A child beside bellperson with per-device locks
+/// (`BELLPERSON_GPUS_PER_LOCK=1`), on `fakes` fake devices named [`BELLPERSON_IDS`], and `extra`.
+fn spawn_beside_per_device_bellperson(
+    priority: Priority,
+    k: u32,
+    fakes: &str,
+    extra: &[(&str, &str)],
+) -> Child {
+    let ids = BELLPERSON_IDS.join(",");
+    let mut env = vec![
+        (BELLPERSON_GPUS_PER_LOCK_ENV, "1"),
+        (FAKE_GPU_IDS_ENV, ids.as_str()),
+        (FAKE_GPUS_ENV, fakes),
+    ];
+    env.extend_from_slice(extra);
+    spawn_beside_bellperson(priority, k, &env)
+}
+
+/// bellperson's lock file of the device it names `id`.
+fn device_file(id: &str) -> String {
+    format!("bellman.gpu.lock.{id}")
+}
+
+/// Whether bellperson's try-lock would get the file `name` now (`flock -n -x`, as fs2's
+/// `try_lock_exclusive`).
+fn free_for_bellperson(name: &str) -> bool {
+    Command::new("flock")
+        .args(["-n", "-x", name, "true"])
+        .current_dir(locks::lock_dir())
+        .status()
+        .unwrap()
+        .success()
+}
+
+#[test]
+fn a_bellperson_prover_on_a_device_keeps_ours_off_that_device_with_per_device_locks() {
+    let _g = setup("bp-per-device-holds");
+    let fake_0 = device_file(BELLPERSON_IDS[0]);
+    let holder = Bellperson::run(&format!("exec flock -o -x {fake_0} sleep 600"));
+    wait_until("bellperson holds fake-0's lock", || {
+        held_exclusively(&fake_0)
+    });
+    // Only on fake-0: the CPU does it all.
+    let only = [(CHILD_DEVICES_ENV, "fake-0")];
+    let low = report_of(spawn_beside_per_device_bellperson(
+        Priority::Low,
+        12,
+        "2:4000",
+        &only,
+    ));
+    assert!(low.contains("\"verified\":true"), "{low}");
+    assert_eq!(field(&low, "gpu_chunks"), Some(0.0), "{low}");
+    // Both devices: fake-1 only.
+    let low = report_of(spawn_beside_per_device_bellperson(
+        Priority::Low,
+        12,
+        "2:4000",
+        &[],
+    ));
+    assert!(low.contains("\"verified\":true"), "{low}");
+    assert!(low.contains("\"fake-1\":"), "{low}");
+    assert!(!low.contains("\"fake-0\":"), "{low}");
+    // Without the variable bellperson's provers use the single file, and so do ours.
+    let single = report_of(spawn_beside_bellperson(
+        Priority::Low,
+        12,
+        &[(FAKE_GPU_IDS_ENV, BELLPERSON_IDS[0]), only[0]],
+    ));
+    assert!(field(&single, "gpu_chunks").unwrap() > 0.0, "{single}");
+    drop(holder);
+    let low = report_of(spawn_beside_per_device_bellperson(
+        Priority::Low,
+        12,
+        "2:4000",
+        &only,
+    ));
+    assert!(field(&low, "gpu_chunks").unwrap() > 0.0, "{low}");
+}
+
+#[test]
+fn our_holder_keeps_bellpersons_per_device_try_lock_off_and_a_bellperson_high_prover_preempts_it() {
+    let _g = setup("bp-per-device-high");
+    let (fake_0, fake_1) = (
+        device_file(BELLPERSON_IDS[0]),
+        device_file(BELLPERSON_IDS[1]),
+    );
+    let only = [(CHILD_DEVICES_ENV, "fake-0")];
+    let low = spawn_beside_per_device_bellperson(Priority::Low, 15, "2:4000", &only);
+    let low_pid = low.id();
+    wait_until("the low child holds fake-0", || {
+        holder_pid() == Some(low_pid)
+    });
+    // Our holder shares fake-0's file: bellperson's try-lock skips fake-0, not fake-1.
+    assert!(
+        !free_for_bellperson(&fake_0),
+        "bellperson could take fake-0 beside ours"
+    );
+    assert!(free_for_bellperson(&fake_1));
+    // bellperson's high prover takes its priority lock for its whole proof: ours yields the
+    // device, and its file with it.
+    let _high = Bellperson::run("exec flock -o -x bellman.priority.lock sleep 600");
+    wait_until("the low child yields fake-0's bellperson file", || {
+        free_for_bellperson(&fake_0)
+    });
+    let low = report_of(low);
+    assert!(low.contains("\"verified\":true"), "{low}");
+    assert!(field(&low, "preemptions").unwrap() >= 1.0, "{low}");
+}
+
+#[test]
+fn our_high_prover_takes_a_device_from_a_bellperson_prover_with_per_device_locks() {
+    let _g = setup("bp-per-device-normal");
+    let fake_0 = device_file(BELLPERSON_IDS[0]);
+    // A bellperson normal prover on fake-0 alone: holds its file until a priority lock is taken.
+    let mut normal = Bellperson::run(&format!(
+        "exec flock -o -x {fake_0} sh -c \
+         'while flock -n -s bellman.priority.lock true; do sleep 0.01; done'"
+    ));
+    wait_until("bellperson holds fake-0's lock", || {
+        held_exclusively(&fake_0)
+    });
+    let high = report_of(spawn_beside_per_device_bellperson(
+        Priority::High,
+        12,
+        "1:4000",
+        &[],
+    ));
+    assert!(high.contains("\"verified\":true"), "{high}");
+    assert!(field(&high, "gpu_chunks").unwrap() > 0.0, "{high}");
+    assert!(field(&high, "handover_ms").is_some(), "{high}");
+    assert!(
+        normal.0.try_wait().unwrap().is_some(),
+        "the bellperson prover did not give the device up"
+    );
     assert!(!held_exclusively("bellman.priority.lock"));
 }
 

@@ -27,6 +27,9 @@ static DEVICES: OnceLock<Vec<GpuDevice>> = OnceLock::new();
 pub struct GpuDevice {
     /// The stable id, also the name of its lock files.
     pub id: String,
+    /// The id bellperson 0.27 names it by, the name of its per-device bellperson lock file
+    /// ([`super::locks::bellperson`]); `None` where the device tells neither a UUID nor a PCI id.
+    pub bellperson_id: Option<String>,
     /// A name for logs.
     pub name: String,
     engine: Box<dyn Engine>,
@@ -147,6 +150,7 @@ pub fn devices() -> &'static [GpuDevice] {
                 .into_iter()
                 .map(|f| GpuDevice {
                     id: f.id.clone(),
+                    bellperson_id: Some(f.bellperson_id.clone()),
                     name: f.id.clone(),
                     engine: Box::new(f),
                 })
@@ -191,6 +195,7 @@ pub fn devices() -> &'static [GpuDevice] {
                         log::info!("gpu: using {} ({})", dev.name, dev.id);
                         devices.push(GpuDevice {
                             id: dev.id.clone(),
+                            bellperson_id: dev.bellperson_id.clone(),
                             name: dev.name.clone(),
                             engine: Box::new(OpenClEngine {
                                 name: dev.name.clone(),

@@ -7,7 +7,9 @@
 //!
 //! A device's id is stable across processes and reboots where the platform tells the PCI
 //! address (`pci-0000:17:00.0`, from `cl_khr_pci_bus_info` or NVIDIA's and AMD's own queries);
-//! otherwise it is the platform and device names with the device's index among equals.
+//! otherwise it is the platform and device names with the device's index among equals. Each
+//! device also carries the id bellperson 0.27 names it by ([`Device::bellperson_id`]), the name
+//! of bellperson's per-device lock file (`gpu/locks/bellperson.rs`).
 
 use super::error::GpuError;
 use ocl::core::{DeviceInfo, DeviceInfoResult, DeviceType, PlatformInfo};
@@ -22,6 +24,17 @@ const PCI_BUS_INFO_KHR: u32 = 0x410F;
 /// `cl_nv_device_attribute_query`: `CL_DEVICE_PCI_BUS_ID_NV` and `CL_DEVICE_PCI_SLOT_ID_NV`.
 const PCI_BUS_ID_NV: u32 = 0x4008;
 const PCI_SLOT_ID_NV: u32 = 0x4009;
+/// `cl_khr_device_uuid`: `CL_DEVICE_UUID_KHR`, 16 bytes.
+const DEVICE_UUID_KHR: u32 = 0x106A;
+/// `cl_amd_device_attribute_query`: `CL_DEVICE_TOPOLOGY_AMD`, 24 bytes: a `cl_uint` type, 17
+/// unused bytes, then bus, device and function, one byte each.
+const TOPOLOGY_AMD: u32 = 0x4037;
+/// The byte offsets of the bus and the device in [`TOPOLOGY_AMD`]'s answer.
+const TOPOLOGY_AMD_BUS: usize = 21;
+const TOPOLOGY_AMD_DEVICE: usize = 22;
+/// The vendor ids for which rust-gpu-tools asks NVIDIA's or AMD's PCI queries.
+const VENDOR_NVIDIA: u32 = 0x10de;
+const VENDOR_AMD: [u32; 2] = [0x1002, 0x1021d00];
 
 /// Which devices to use.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -72,6 +85,9 @@ pub struct Device {
     pub memory: u64,
     /// Number of compute units.
     pub compute_units: u32,
+    /// The id bellperson 0.27 names the device by, as rust-gpu-tools 0.7 writes it: its UUID,
+    /// else its PCI bus and slot; `None` where the device tells neither.
+    pub bellperson_id: Option<String>,
     pub(crate) platform: ocl::Platform,
     pub(crate) device: ocl::Device,
 }
@@ -114,6 +130,57 @@ fn pci_id(device: ocl::core::DeviceId) -> Option<String> {
         slot >> 3,
         slot & 7
     ))
+}
+
+/// The id bellperson 0.27 names a device by, through rust-gpu-tools 0.7 (`Device::unique_id`
+/// in its `src/device.rs`, the queries in `src/opencl/utils.rs`): the device's UUID
+/// (`CL_DEVICE_UUID_KHR`) where it has one, else its PCI bus and slot from NVIDIA's or AMD's own
+/// queries, picked by the vendor id. rust-gpu-tools names a device that tells neither by a
+/// made-up number (from `0x1234` on, in its listing's order), which is not reproduced here:
+/// `None`.
+pub(crate) fn bellperson_id(device: ocl::core::DeviceId) -> Option<String> {
+    let raw = |what| ocl::core::get_device_info_raw(device, what).ok();
+    if let Some(uuid) = raw(DEVICE_UUID_KHR).and_then(|b| <[u8; 16]>::try_from(b).ok()) {
+        return Some(uuid_id(&uuid));
+    }
+    let vendor = match ocl::core::get_device_info(device, DeviceInfo::VendorId) {
+        Ok(DeviceInfoResult::VendorId(v)) => v,
+        _ => return None,
+    };
+    if vendor == VENDOR_NVIDIA {
+        let bus = u32_at(&raw(PCI_BUS_ID_NV)?, 0)?;
+        let slot = u32_at(&raw(PCI_SLOT_ID_NV)?, 0)?;
+        Some(pci_id_of(bus, slot))
+    } else if VENDOR_AMD.contains(&vendor) {
+        let topology = raw(TOPOLOGY_AMD)?;
+        let bus = *topology.get(TOPOLOGY_AMD_BUS)?;
+        let slot = *topology.get(TOPOLOGY_AMD_DEVICE)?;
+        Some(pci_id_of(bus.into(), slot.into()))
+    } else {
+        None
+    }
+}
+
+/// A UUID as rust-gpu-tools writes it (`DeviceUuid`'s `Display`, as `clinfo` does): lowercase
+/// hex, 8-4-4-4-12.
+fn uuid_id(uuid: &[u8; 16]) -> String {
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    format!(
+        "{}-{}-{}-{}-{}",
+        hex(&uuid[..4]),
+        hex(&uuid[4..6]),
+        hex(&uuid[6..8]),
+        hex(&uuid[8..10]),
+        hex(&uuid[10..])
+    )
+}
+
+/// A PCI bus and slot as rust-gpu-tools writes them (`PciId`'s `Display`, `bb:ss`): it packs both
+/// into a `u16` as `(bus as u16) << 8 | slot as u16` and prints its two bytes, which the same
+/// arithmetic reproduces for values that do not fit a byte.
+fn pci_id_of(bus: u32, slot: u32) -> String {
+    let [high, low] = (((bus as u16) << 8) | slot as u16).to_be_bytes();
+    format!("{high:02x}:{low:02x}")
 }
 
 fn slug(s: &str) -> String {
@@ -198,6 +265,7 @@ fn discover() -> Vec<Device> {
                     _ => 1,
                 };
             let fallback = slug(&format!("{platform_name}-{name}"));
+            let bellperson_id = bellperson_id(core_id);
             found.push((
                 pci_id(core_id),
                 fallback,
@@ -209,6 +277,7 @@ fn discover() -> Vec<Device> {
                     is_cpu,
                     memory,
                     compute_units,
+                    bellperson_id,
                     platform,
                     device: ocl::Device::from(core_id),
                 },
@@ -228,9 +297,10 @@ fn discover() -> Vec<Device> {
             }
         };
         log::debug!(
-            "gpu: found {} ({}), {} bytes",
+            "gpu: found {} ({}, bellperson's {}), {} bytes",
             device.name,
             device.id,
+            device.bellperson_id.as_deref().unwrap_or("none"),
             device.memory
         );
         devices.push(device);
@@ -253,6 +323,24 @@ mod tests {
         assert!(s.admits("x", "NVIDIA H200"));
         assert!(!s.admits("x", "NVIDIA A100"));
         assert!(Selection::default().admits("x", "y"));
+    }
+
+    #[test]
+    fn bellperson_ids_are_written_as_rust_gpu_tools_writes_them() {
+        let uuid = [
+            0x46, 0xab, 0xcc, 0xd6, 0x02, 0x2e, 0xb7, 0x83, 0x57, 0x2d, 0x83, 0x3f, 0x71, 0x04,
+            0xd0, 0x5f,
+        ];
+        // rust-gpu-tools' own example of a UUID.
+        assert_eq!(uuid_id(&uuid), "46abccd6-022e-b783-572d-833f7104d05f");
+        assert_eq!(uuid_id(&[0; 16]), "00000000-0000-0000-0000-000000000000");
+        // lspci's `4e:00.0` and `e3:00.0`; a slot that does not fit a byte spills into the bus's
+        // byte, as rust-gpu-tools' u16 does.
+        assert_eq!(pci_id_of(0x4e, 0), "4e:00");
+        assert_eq!(pci_id_of(0xe3, 0x1f), "e3:1f");
+        assert_eq!(pci_id_of(0x1e3, 0x1), "e3:01");
+        assert_eq!(pci_id_of(0x17, 0x100), "17:00");
+        assert_eq!(pci_id_of(0x16, 0x105), "17:05");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
-pub use crate::config::FAKE_GPUS_ENV;
+pub use crate::config::{FAKE_GPUS_ENV, FAKE_GPU_IDS_ENV};
 
 /// Default speed: 2 microseconds per multiexp term (a chunk of 2^14 terms takes about 33 ms).
 const DEFAULT_NS_PER_TERM: u64 = 2_000;
@@ -54,6 +54,9 @@ fn fake_pool() -> &'static rayon::ThreadPool {
 pub struct FakeDevice {
     /// Its id, `fake-<i>`.
     pub id: String,
+    /// The id bellperson would name it by, the name of its per-device bellperson lock file:
+    /// [`FAKE_GPU_IDS_ENV`]'s entry for it, else its own id.
+    pub bellperson_id: String,
     ns_per_term: u64,
     memory: DeviceMemory,
     /// How long a request may wait for a multiexp piece nearly done, as on a real device
@@ -66,7 +69,7 @@ pub fn from_env() -> Vec<FakeDevice> {
     from_config(&Config::from_env())
 }
 
-/// The fake devices `config` asks for ([`FAKE_GPUS_ENV`]).
+/// The fake devices `config` asks for ([`FAKE_GPUS_ENV`], [`FAKE_GPU_IDS_ENV`]).
 pub(crate) fn from_config(config: &Config) -> Vec<FakeDevice> {
     let Some((count, ns_per_term)) = config.fake_gpus else {
         return Vec::new();
@@ -74,6 +77,11 @@ pub(crate) fn from_config(config: &Config) -> Vec<FakeDevice> {
     (0..count)
         .map(|i| FakeDevice {
             id: format!("fake-{i}"),
+            bellperson_id: config
+                .fake_gpu_ids
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| format!("fake-{i}")),
             ns_per_term: ns_per_term.unwrap_or(DEFAULT_NS_PER_TERM),
             memory: DeviceMemory::default(),
             grace: finish_grace(config),
@@ -376,10 +384,31 @@ mod tests {
     fn device(grace: Duration) -> FakeDevice {
         FakeDevice {
             id: "fake-test".into(),
+            bellperson_id: "fake-test".into(),
             ns_per_term: 1_000_000,
             memory: DeviceMemory::default(),
             grace,
         }
+    }
+
+    #[test]
+    fn fake_devices_carry_the_bellperson_ids_they_are_given() {
+        let config = Config {
+            fake_gpus: Some((3, None)),
+            fake_gpu_ids: vec![
+                "46abccd6-022e-b783-572d-833f7104d05f".into(),
+                "e3:00".into(),
+            ],
+            ..Config::default()
+        };
+        let ids: Vec<_> = from_config(&config)
+            .into_iter()
+            .map(|f| f.bellperson_id)
+            .collect();
+        assert_eq!(
+            ids,
+            ["46abccd6-022e-b783-572d-833f7104d05f", "e3:00", "fake-2"]
+        );
     }
 
     #[test]

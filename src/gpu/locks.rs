@@ -51,8 +51,10 @@
 //!    lock ([`Holder::verified`]). What anyone who can open the files can still do (keep a
 //!    device for themselves) is written down in docs/RELIABILITY.md, "Threat model".
 //! 9. bellperson 0.27's provers are part of the protocol ([`bellperson`]): a [`GpuLock`] also
-//!    holds a shared lock on `bellman.gpu.lock`, so a bellperson prover and ours never hold a GPU
-//!    at once, and `bellman.priority.lock` held exclusively is a `High` request.
+//!    holds a shared lock on `bellman.gpu.lock` and, where `BELLPERSON_GPUS_PER_LOCK` makes
+//!    bellperson lock per device, on the device's `bellman.gpu.lock.<id>`, so a bellperson prover
+//!    and ours never hold a GPU at once; either file held exclusively makes the device busy, its
+//!    holder a `Normal` one; and `bellman.priority.lock` held exclusively is a `High` request.
 //!
 //! flock is per open file description, so two threads that each open the file contend exactly
 //! as two processes do: one mechanism serves both. (Calls name `fs2::FileExt` explicitly: recent
@@ -127,7 +129,7 @@ fn would_block(e: &std::io::Error) -> bool {
 #[derive(Debug)]
 pub struct GpuLock {
     file: File,
-    /// Our share of bellperson's GPU lock ([`bellperson`]), released with ours.
+    /// Our share of bellperson's GPU lock files ([`bellperson`]), released with ours.
     _bellperson: bellperson::SharedGpuLock,
     path: PathBuf,
     device: String,
@@ -136,11 +138,25 @@ pub struct GpuLock {
 }
 
 impl GpuLock {
-    /// Takes the device if nobody holds it; `Ok(None)` if somebody does.
+    /// Takes the device if nobody holds it; `Ok(None)` if somebody does. Beside it, shares
+    /// bellperson's single GPU lock file only: [`GpuLock::try_acquire_sharing`] with `None`.
     pub fn try_acquire(
         dir: &Path,
         device: &str,
         priority: Priority,
+    ) -> Result<Option<GpuLock>, LockError> {
+        GpuLock::try_acquire_sharing(dir, device, priority, None)
+    }
+
+    /// Takes the device if nobody holds it, sharing bellperson's GPU lock files that cover it
+    /// ([`bellperson`]): `bellman.gpu.lock`, and with `bellperson_id` (where bellperson locks per
+    /// device) the device's `bellman.gpu.lock.<bellperson_id>` too. `Ok(None)` if somebody holds
+    /// the device, a bellperson prover included.
+    pub fn try_acquire_sharing(
+        dir: &Path,
+        device: &str,
+        priority: Priority,
+        bellperson_id: Option<&str>,
     ) -> Result<Option<GpuLock>, LockError> {
         let path = lock_path(dir, device);
         let mut file = open(&path)?;
@@ -151,7 +167,8 @@ impl GpuLock {
         }
         // A bellperson prover on the GPUs: the device is busy. Our lock goes before any text is
         // written (dropping the file releases it).
-        let Some(bellperson) = bellperson::share_gpu_lock(&bellperson::dir())? else {
+        let Some(bellperson) = bellperson::share_gpu_lock(&bellperson::dir(), bellperson_id)?
+        else {
             return Ok(None);
         };
         let since_ms = SystemTime::now()
@@ -600,6 +617,44 @@ mod tests {
         });
         assert!(seen, "a raised flag was missed beside busy status views");
         assert_eq!(spurious, 0, "probes read other probes as requests");
+    }
+
+    /// Where bellperson locks per device: a held device's own bellperson file cannot be locked
+    /// exclusively (bellperson's try-lock skips the device) until the device is released, and
+    /// that file held exclusively makes the device busy for us.
+    #[test]
+    fn a_held_device_keeps_bellpersons_per_device_try_lock_off() {
+        let d = dir("bellperson-per-device");
+        // A unique id: bellperson's files are in the temp directory that every test shares.
+        let id = format!("pg16-test-{}", std::process::id());
+        let file = bellperson::dir().join(format!("bellman.gpu.lock.{id}"));
+        let theirs = File::options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&file)
+            .unwrap();
+        let ours = GpuLock::try_acquire_sharing(&d, "g", Priority::Low, Some(&id))
+            .unwrap()
+            .unwrap();
+        assert!(FileExt::try_lock_exclusive(&theirs).is_err());
+        drop(ours);
+        FileExt::try_lock_exclusive(&theirs).unwrap();
+        assert!(
+            GpuLock::try_acquire_sharing(&d, "g", Priority::High, Some(&id))
+                .unwrap()
+                .is_none()
+        );
+        assert!(bellperson::holds_gpu(&bellperson::dir(), Some(&id)));
+        // Another device is not covered by that file.
+        assert!(
+            GpuLock::try_acquire_sharing(&d, "h", Priority::High, Some("pg16-none"))
+                .unwrap()
+                .is_some()
+        );
+        FileExt::unlock(&theirs).unwrap();
+        let _ = std::fs::remove_file(&file);
+        let _ = std::fs::remove_file(bellperson::dir().join("bellman.gpu.lock.pg16-none"));
     }
 
     #[test]

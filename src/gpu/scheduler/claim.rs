@@ -55,6 +55,9 @@ pub(super) struct ClaimInner {
     pub(super) dir: PathBuf,
     pub(super) priority: Priority,
     pub(super) devices: Vec<&'static GpuDevice>,
+    /// Whether bellperson locks per device (`BELLPERSON_GPUS_PER_LOCK`): each device's own
+    /// bellperson file is then shared and read beside the single one ([`bellperson`]).
+    pub(super) bellperson_per_device: bool,
     /// Devices held and not in use by a worker (between pieces of work).
     pub(super) idle: Mutex<Vec<LockedKernel>>,
     pub(super) shared: Mutex<Shared>,
@@ -152,7 +155,13 @@ impl ClaimInner {
                     continue;
                 }
             }
-            match GpuLock::try_acquire(&self.dir, &device.id, self.priority) {
+            let acquired = GpuLock::try_acquire_sharing(
+                &self.dir,
+                &device.id,
+                self.priority,
+                self.bellperson_id(device),
+            );
+            match acquired {
                 Ok(Some(lock)) => match self.admit(device, lock) {
                     Ok(Some(k)) => taken.push(k),
                     Ok(None) => {}
@@ -212,8 +221,10 @@ impl ClaimInner {
     /// flag on it (once; again if a temp cleaner deleted the flag file).
     fn ask_lower_holder(&self, device: &GpuDevice) {
         let holder = locks::holder_text(&self.dir, &device.id);
-        // A bellperson prover holding its GPU lock is, for us, a verified holder at Normal.
-        let bellperson_holds = holder.is_none() && bellperson::holds_gpu(&bellperson::dir());
+        // A bellperson prover holding a GPU lock that covers the device is, for us, a verified
+        // holder at Normal.
+        let bellperson_holds = holder.is_none()
+            && bellperson::holds_gpu(&bellperson::dir(), self.bellperson_id(device));
         let holder = holder.or_else(|| {
             bellperson_holds.then_some(locks::Holder {
                 pid: 0,
@@ -279,6 +290,14 @@ impl ClaimInner {
                 &format!("gpu: cannot ask for {}: {e}", device.id),
             ),
         }
+    }
+
+    /// The id of `device`'s own bellperson lock file where bellperson locks per device.
+    fn bellperson_id<'d>(&self, device: &'d GpuDevice) -> Option<&'d str> {
+        device
+            .bellperson_id
+            .as_deref()
+            .filter(|_| self.bellperson_per_device)
     }
 
     /// For a `High` prover: bellperson's priority lock, which makes a bellperson prover give its

@@ -73,7 +73,12 @@ impl GpuClaim {
             log::info!("gpu: BELLMAN_NO_GPU is set; proving on the CPU");
             return None;
         }
-        locks::bellperson::warn_if_per_device_locks(config);
+        locks::bellperson::log_files(
+            config.bellperson_gpus_per_lock,
+            devices
+                .iter()
+                .map(|d| (d.id.as_str(), d.bellperson_id.as_deref())),
+        );
         let dir = config.lock_dir.clone();
         locks::warn_if_unsafe_dir(&dir);
         if let Err(e) = std::fs::create_dir_all(&dir) {
@@ -91,6 +96,7 @@ impl GpuClaim {
             dir,
             priority,
             devices,
+            bellperson_per_device: config.bellperson_gpus_per_lock.is_some(),
             idle: Mutex::new(Vec::new()),
             shared: Mutex::new(Shared::default()),
             may_wait,
