@@ -1,12 +1,11 @@
 //! A circuit's witness and its constraints' evaluations, recorded by running the circuit against
 //! [`ProvingAssignment`], and the checks that the parameters fit it.
 
-use super::circuit::{AnyCircuit, Terms};
+use super::circuit::{AnyCircuit, Record, Recording, Terms};
 use super::shape::{CircuitShape, ShapeRecorder};
 use crate::multicore;
 use crate::multiexp::Density;
-use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
-use bellpepper_core_02 as v02;
+use bellpepper_core::{Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::Field;
 use rayon::prelude::*;
@@ -140,102 +139,26 @@ impl ProvingAssignment {
     }
 }
 
-impl ConstraintSystem<Scalar> for ProvingAssignment {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        let i = self.push_aux(f()?);
-        Ok(Variable::new_unchecked(Index::Aux(i)))
+impl Record for ProvingAssignment {
+    #[inline]
+    fn aux(
+        &mut self,
+        value: impl FnOnce() -> Result<Scalar, SynthesisError>,
+    ) -> Result<usize, SynthesisError> {
+        Ok(self.push_aux(value()?))
     }
 
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        let i = self.push_input(f()?);
-        Ok(Variable::new_unchecked(Index::Input(i)))
+    #[inline]
+    fn input(
+        &mut self,
+        value: impl FnOnce() -> Result<Scalar, SynthesisError>,
+    ) -> Result<usize, SynthesisError> {
+        Ok(self.push_input(value()?))
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        let zero = LinearCombination::zero;
-        self.push_constraint(&a(zero()), &b(zero()), &c(zero()));
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-}
-
-/// bellpepper-core 0.2's trait (bellperson 0.27's circuits and gadgets), the same recording.
-impl v02::ConstraintSystem<Scalar> for ProvingAssignment {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<v02::Variable, v02::SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, v02::SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        let i = self.push_aux(f()?);
-        Ok(v02::Variable::new_unchecked(v02::Index::Aux(i)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<v02::Variable, v02::SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, v02::SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        let i = self.push_input(f()?);
-        Ok(v02::Variable::new_unchecked(v02::Index::Input(i)))
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
-        LB: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
-        LC: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
-    {
-        let zero = v02::LinearCombination::zero;
-        self.push_constraint(&a(zero()), &b(zero()), &c(zero()));
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
+    #[inline]
+    fn constraint<T: Terms>(&mut self, a: &T, b: &T, c: &T) {
+        self.push_constraint(a, b, c);
     }
 }
 
@@ -269,7 +192,7 @@ fn synthesize_with<C: AnyCircuit>(
         cs.recorder = Some(Box::default());
     }
     cs.push_input(Scalar::ONE);
-    circuit.synthesize_into(&mut cs)?;
+    circuit.synthesize_into(&mut Recording(&mut cs))?;
     // The input constraints are the prover's, not the circuit's: not recorded.
     let shape = cs
         .recorder

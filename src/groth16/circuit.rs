@@ -22,6 +22,156 @@ impl<CS> BothVersions for CS where
 {
 }
 
+/// What one of this crate's constraint systems does with a circuit's allocations and
+/// constraints. [`Recording`] makes it a constraint system of both trait versions, so that the
+/// two traits' boilerplate (names, namespaces, each version's variables and errors) is written
+/// once, here, rather than twice for each system.
+pub(crate) trait Record: Send {
+    /// A new auxiliary variable's index; `value` is called only by a system that keeps the
+    /// witness.
+    fn aux(
+        &mut self,
+        value: impl FnOnce() -> Result<Scalar, SynthesisError>,
+    ) -> Result<usize, SynthesisError>;
+    /// A new input's index; `value` as for [`Record::aux`].
+    fn input(
+        &mut self,
+        value: impl FnOnce() -> Result<Scalar, SynthesisError>,
+    ) -> Result<usize, SynthesisError>;
+    /// The constraint `a * b = c`.
+    fn constraint<T: Terms>(&mut self, a: &T, b: &T, c: &T);
+}
+
+/// A [`Record`] as a constraint system of both bellpepper-core versions: names and namespaces
+/// are dropped, allocations and constraints go to the record.
+pub(crate) struct Recording<'a, R>(pub(crate) &'a mut R);
+
+impl<R: Record> bellpepper_core::ConstraintSystem<Scalar> for Recording<'_, R> {
+    type Root = Self;
+
+    #[inline]
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<bellpepper_core::Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let i = self.0.aux(f)?;
+        Ok(bellpepper_core::Variable::new_unchecked(
+            bellpepper_core::Index::Aux(i),
+        ))
+    }
+
+    #[inline]
+    fn alloc_input<F, A, AR>(
+        &mut self,
+        _: A,
+        f: F,
+    ) -> Result<bellpepper_core::Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let i = self.0.input(f)?;
+        Ok(bellpepper_core::Variable::new_unchecked(
+            bellpepper_core::Index::Input(i),
+        ))
+    }
+
+    #[inline]
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(
+            bellpepper_core::LinearCombination<Scalar>,
+        ) -> bellpepper_core::LinearCombination<Scalar>,
+        LB: FnOnce(
+            bellpepper_core::LinearCombination<Scalar>,
+        ) -> bellpepper_core::LinearCombination<Scalar>,
+        LC: FnOnce(
+            bellpepper_core::LinearCombination<Scalar>,
+        ) -> bellpepper_core::LinearCombination<Scalar>,
+    {
+        let zero = bellpepper_core::LinearCombination::zero;
+        self.0.constraint(&a(zero()), &b(zero()), &c(zero()));
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// bellpepper-core 0.2's trait (bellperson 0.27's circuits and gadgets): the same record, each
+/// error carried across as its variant in the other version.
+impl<R: Record> v02::ConstraintSystem<Scalar> for Recording<'_, R> {
+    type Root = Self;
+
+    #[inline]
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<v02::Variable, v02::SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, v02::SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let i = self
+            .0
+            .aux(|| f().map_err(error_from_v02))
+            .map_err(error_to_v02)?;
+        Ok(v02::Variable::new_unchecked(v02::Index::Aux(i)))
+    }
+
+    #[inline]
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<v02::Variable, v02::SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, v02::SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let i = self
+            .0
+            .input(|| f().map_err(error_from_v02))
+            .map_err(error_to_v02)?;
+        Ok(v02::Variable::new_unchecked(v02::Index::Input(i)))
+    }
+
+    #[inline]
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
+        LB: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
+        LC: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
+    {
+        let zero = v02::LinearCombination::zero;
+        self.0.constraint(&a(zero()), &b(zero()), &c(zero()));
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
 /// A circuit of either version, ready to synthesize into one of this crate's constraint systems.
 pub(crate) trait AnyCircuit {
     /// Runs the circuit against `cs`.

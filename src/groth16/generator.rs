@@ -7,15 +7,12 @@
 //! parameter files are interchangeable: `a`, `b_g1`, `b_g2` hold only the variables that appear in
 //! `A` or `B` (points at infinity are dropped), and every auxiliary variable must be constrained.
 
-use super::circuit::{AnyCircuit, Current, Terms};
+use super::circuit::{AnyCircuit, Current, Record, Recording, Terms};
 use super::params::{Parameters, VerifyingKey};
 use crate::domain::EvaluationDomain;
 use crate::fixed_base::FixedBaseTable;
 use crate::multicore;
-use bellpepper_core::{
-    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
-};
-use bellpepper_core_02 as v02;
+use bellpepper_core::{Circuit, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
@@ -104,103 +101,24 @@ impl KeypairAssembly {
     }
 }
 
-impl ConstraintSystem<Scalar> for KeypairAssembly {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        // Parameter generation needs no values, so the assignment closure is not called.
-        Ok(Variable::new_unchecked(Index::Aux(self.add_aux())))
+/// Parameter generation needs no values, so the assignment closures are not called.
+impl Record for KeypairAssembly {
+    fn aux(
+        &mut self,
+        _: impl FnOnce() -> Result<Scalar, SynthesisError>,
+    ) -> Result<usize, SynthesisError> {
+        Ok(self.add_aux())
     }
 
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        Ok(Variable::new_unchecked(Index::Input(self.add_input())))
+    fn input(
+        &mut self,
+        _: impl FnOnce() -> Result<Scalar, SynthesisError>,
+    ) -> Result<usize, SynthesisError> {
+        Ok(self.add_input())
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        let zero = LinearCombination::zero;
-        self.add_constraint(&a(zero()), &b(zero()), &c(zero()));
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-}
-
-/// bellpepper-core 0.2's trait (bellperson 0.27's circuits and gadgets), the same recording.
-impl v02::ConstraintSystem<Scalar> for KeypairAssembly {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<v02::Variable, v02::SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, v02::SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        Ok(v02::Variable::new_unchecked(v02::Index::Aux(
-            self.add_aux(),
-        )))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<v02::Variable, v02::SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, v02::SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        Ok(v02::Variable::new_unchecked(v02::Index::Input(
-            self.add_input(),
-        )))
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
-        LB: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
-        LC: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
-    {
-        let zero = v02::LinearCombination::zero;
-        self.add_constraint(&a(zero()), &b(zero()), &c(zero()));
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
+    fn constraint<T: Terms>(&mut self, a: &T, b: &T, c: &T) {
+        self.add_constraint(a, b, c);
     }
 }
 
@@ -314,7 +232,7 @@ pub(crate) fn generate<C: AnyCircuit>(
     let start = Instant::now();
     let mut cs = KeypairAssembly::default();
     cs.add_input();
-    circuit.synthesize_into(&mut cs)?;
+    circuit.synthesize_into(&mut Recording(&mut cs))?;
     // One constraint `input_i * 0 = 0` per input makes the input columns of A linearly
     // independent, which the soundness proof needs (and the IC query fully dense).
     let zero = LinearCombination::zero;

@@ -12,10 +12,9 @@
 //! variable's top bit marks an input; the coefficient is an index into a table of the circuit's
 //! distinct coefficients, `ONE` first), rows ending at `u32` offsets: 8 bytes a term and 4 a row.
 
-use super::circuit::{AnyCircuit, Terms};
+use super::circuit::{AnyCircuit, Record, Recording, Terms};
 use crate::multiexp::Density;
-use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
-use bellpepper_core_02 as v02;
+use bellpepper_core::SynthesisError;
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
 use std::collections::HashMap;
@@ -110,7 +109,7 @@ pub(crate) fn record_any<C: AnyCircuit>(circuit: C) -> Result<CircuitShape, Synt
         num_inputs: 1,
         ..ShapeRecorder::default()
     };
-    circuit.synthesize_into(&mut recorder)?;
+    circuit.synthesize_into(&mut Recording(&mut recorder))?;
     let (inputs, aux) = (recorder.num_inputs, recorder.num_aux);
     recorder.finish(inputs, aux)
 }
@@ -264,106 +263,26 @@ impl CircuitShape {
     }
 }
 
-impl ConstraintSystem<Scalar> for ShapeRecorder {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
+/// A shape needs no values, so the assignment closures are not called.
+impl Record for ShapeRecorder {
+    fn aux(
+        &mut self,
+        _: impl FnOnce() -> Result<Scalar, SynthesisError>,
+    ) -> Result<usize, SynthesisError> {
         self.num_aux += 1;
-        Ok(Variable::new_unchecked(Index::Aux(self.num_aux - 1)))
+        Ok(self.num_aux - 1)
     }
 
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
+    fn input(
+        &mut self,
+        _: impl FnOnce() -> Result<Scalar, SynthesisError>,
+    ) -> Result<usize, SynthesisError> {
         self.num_inputs += 1;
-        Ok(Variable::new_unchecked(Index::Input(self.num_inputs - 1)))
+        Ok(self.num_inputs - 1)
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-        let zero = LinearCombination::zero;
-        self.push(&a(zero()), &b(zero()), &c(zero()));
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-}
-
-/// bellpepper-core 0.2's trait: the same recording.
-impl v02::ConstraintSystem<Scalar> for ShapeRecorder {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<v02::Variable, v02::SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, v02::SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.num_aux += 1;
-        Ok(v02::Variable::new_unchecked(v02::Index::Aux(
-            self.num_aux - 1,
-        )))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<v02::Variable, v02::SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, v02::SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.num_inputs += 1;
-        Ok(v02::Variable::new_unchecked(v02::Index::Input(
-            self.num_inputs - 1,
-        )))
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
-        LB: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
-        LC: FnOnce(v02::LinearCombination<Scalar>) -> v02::LinearCombination<Scalar>,
-    {
-        let zero = v02::LinearCombination::zero;
-        self.push(&a(zero()), &b(zero()), &c(zero()));
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
+    fn constraint<T: Terms>(&mut self, a: &T, b: &T, c: &T) {
+        self.push(a, b, c);
     }
 }
 
