@@ -2,10 +2,11 @@
 //!
 //! This crate's API takes circuits of bellpepper-core 0.4; bellperson 0.27 (and every gadget
 //! written for it) uses 0.2. The two versions' traits have the same shape but are different
-//! traits, so the prover's and the generator's constraint systems implement both, and a circuit
-//! is wrapped once ([`Current`] or [`Bellperson`]) to say which trait it is synthesized through.
-//! Nothing is converted per constraint: both versions' linear combinations are read in place
-//! through [`Terms`].
+//! traits, so this crate's constraint systems implement both (the prover's, the generator's and
+//! the shape recorder's through one wrapper, [`Recording`]; the witness generator's on its own),
+//! and a circuit is wrapped once ([`Current`] or [`Bellperson`]) to say which trait it is
+//! synthesized through. Nothing is converted per constraint: both versions' linear combinations
+//! are read in place through [`Terms`].
 
 use bellpepper_core::SynthesisError;
 use bellpepper_core_02 as v02;
