@@ -43,8 +43,10 @@ pub const FAKE_GPU_IDS_ENV: &str = "PREEMPTIBLE_GROTH16_FAKE_GPU_IDS";
 /// bellperson's switch, honoured too: set to anything but `0`, proofs run on the CPU.
 pub const BELLMAN_NO_GPU_ENV: &str = "BELLMAN_NO_GPU";
 /// bellperson's per-device locks: a positive number makes bellperson lock each device through a
-/// file of its own, and our provers then share that file too (`gpu` feature); unset, `0` or not
-/// a number, they share bellperson's single lock file only.
+/// file of its own, and our provers then share that file too (`gpu` feature); unset or not a
+/// number, they share bellperson's single lock file only, as bellperson then locks that file.
+/// (`0` makes bellperson take no lock at all; ours share the single file, which then keeps
+/// nobody off.)
 pub const BELLPERSON_GPUS_PER_LOCK_ENV: &str = "BELLPERSON_GPUS_PER_LOCK";
 
 /// The settings from the environment. A malformed value is warned about (once per variable)
@@ -78,8 +80,8 @@ pub struct Config {
     /// [`BELLMAN_NO_GPU_ENV`].
     pub bellman_no_gpu: bool,
     /// [`BELLPERSON_GPUS_PER_LOCK_ENV`] as bellperson reads it: `Some(n)` for a positive `n`
-    /// (bellperson locks devices through per-device files), `None` when it is unset, `0` or not a
-    /// number (bellperson's single file).
+    /// (bellperson locks devices through per-device files), `None` when it is unset or not a
+    /// number (bellperson's single file) and when it is `0` (bellperson takes no lock).
     pub bellperson_gpus_per_lock: Option<usize>,
 }
 

@@ -31,9 +31,14 @@
 //! Two cases are outside what these files can say. A bellperson prover with per-device locks that
 //! finds every device's file taken holds no lock at all and uses every device (bellperson's
 //! `GPULock::devices` reads "no lock" as "all devices"), so it meets ours on a device we hold; it
-//! is kept off only while one device is left free for it. And a device that tells neither a UUID
-//! nor a PCI id has no per-device file here (rust-gpu-tools numbers such devices in its own
-//! listing's order): a warning says so, and only the single file covers it.
+//! is kept off only while a device is left free for it, and our provers take every free device
+//! they may use (leave it one through `PREEMPTIBLE_GROTH16_GPUS`). Two bellperson provers meet
+//! the same way. A device that tells neither a UUID nor a PCI id has no per-device file here
+//! (rust-gpu-tools numbers such devices in its own listing's order): a warning says so, and only
+//! the single file covers it. And our own brief locks on a device's file (the shared try of
+//! [`holds_gpu`], released at once; a device taken and let go again because a higher request
+//! waits) make a bellperson try-lock that lands in that instant skip the device.
+//! `BELLPERSON_GPUS_PER_LOCK=0` makes bellperson take no lock at all.
 //!
 //! These files are opened by the same rules as ours (a symlink, a FIFO or a hard link is not used),
 //! and a device id that is not a plain file name is not put into a path.
