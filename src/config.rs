@@ -43,10 +43,9 @@ pub const FAKE_GPU_IDS_ENV: &str = "PREEMPTIBLE_GROTH16_FAKE_GPU_IDS";
 /// bellperson's switch, honoured too: set to anything but `0`, proofs run on the CPU.
 pub const BELLMAN_NO_GPU_ENV: &str = "BELLMAN_NO_GPU";
 /// bellperson's per-device locks: a positive number makes bellperson lock each device through a
-/// file of its own, and our provers then share that file too (`gpu` feature); unset or not a
-/// number, they share bellperson's single lock file only, as bellperson then locks that file.
-/// (`0` makes bellperson take no lock at all; ours share the single file, which then keeps
-/// nobody off.)
+/// file of its own; unset or not a number, through its single file (`0`: no lock at all). Our
+/// provers share both files whatever this says (`gpu` feature: the bellperson provers may run
+/// with another environment); it only decides whether a device without an id is warned about.
 pub const BELLPERSON_GPUS_PER_LOCK_ENV: &str = "BELLPERSON_GPUS_PER_LOCK";
 
 /// The settings from the environment. A malformed value is warned about (once per variable)

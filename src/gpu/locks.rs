@@ -51,8 +51,8 @@
 //!    lock ([`Holder::verified`]). What anyone who can open the files can still do (keep a
 //!    device for themselves) is written down in docs/RELIABILITY.md, "Threat model".
 //! 9. bellperson 0.27's provers are part of the protocol ([`bellperson`]): a [`GpuLock`] also
-//!    holds a shared lock on `bellman.gpu.lock` and, where `BELLPERSON_GPUS_PER_LOCK` makes
-//!    bellperson lock per device, on the device's `bellman.gpu.lock.<id>`, so a bellperson prover
+//!    holds a shared lock on `bellman.gpu.lock` and on the device's `bellman.gpu.lock.<id>` (the
+//!    file bellperson locks per device with `BELLPERSON_GPUS_PER_LOCK`), so a bellperson prover
 //!    and ours never hold a GPU at once; either file held exclusively makes the device busy, its
 //!    holder a `Normal` one; and `bellman.priority.lock` held exclusively is a `High` request.
 //!

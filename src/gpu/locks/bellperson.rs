@@ -16,12 +16,13 @@
 //!
 //! (bellperson 0.27's `src/gpu/locks.rs`, `GPULock::lock` and `PriorityLock`.)
 //!
-//! So: while we hold a device we hold a *shared* lock on `bellman.gpu.lock` and, where
-//! `BELLPERSON_GPUS_PER_LOCK` is a positive number, on the device's `bellman.gpu.lock.<id>` as
-//! well. Ours share them with each other; bellperson's exclusive lock on the single file waits
-//! for all of them, and its try-lock on the device's file fails, so it skips the device. The
-//! single file is shared in both cases because a bellperson prover started without the variable
-//! locks every GPU through it, and sharing it costs one `flock`. A device for which we cannot share
+//! So: while we hold a device we hold a *shared* lock on `bellman.gpu.lock` and on the device's
+//! `bellman.gpu.lock.<id>`. Ours share them with each other; bellperson's exclusive lock on the
+//! single file waits for all of them, and its try-lock on the device's file fails, so it skips
+//! the device. Both files are shared whatever our own `BELLPERSON_GPUS_PER_LOCK` says, because
+//! what matters is the setting of the bellperson provers, which often run with an environment
+//! of their own: a bellperson prover locks through one of the two, and sharing the other costs
+//! one `flock`. A device for which we cannot share
 //! one of the files is held by bellperson, which we treat as a holder at `Normal`. A `High` prover
 //! of ours that waits for such a device holds `bellman.priority.lock` exclusively, which makes
 //! bellperson's normal prover yield. And `bellman.priority.lock` held exclusively by anyone reads
@@ -95,23 +96,22 @@ pub fn gpu_disabled() -> bool {
 }
 
 /// Logs which of bellperson's GPU lock files our provers share for each of `devices` (our id,
-/// bellperson's id), where `gpus_per_lock` is `BELLPERSON_GPUS_PER_LOCK` as bellperson reads it;
-/// a device that needs a per-device file and has no id is warned about once.
+/// bellperson's id). A device without an id is warned about once where this process's
+/// `BELLPERSON_GPUS_PER_LOCK` (`gpus_per_lock`, as bellperson reads it) says bellperson's provers
+/// lock per device; elsewhere it is only logged.
 pub(crate) fn log_files<'a>(
     gpus_per_lock: Option<usize>,
     devices: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
 ) {
-    let Some(n) = gpus_per_lock else {
-        log::debug!("gpu: sharing bellperson's {GPU_LOCK} for every device");
-        return;
-    };
     for (device, id) in devices {
-        match id {
-            Some(id) => log::debug!(
-                "gpu: sharing bellperson's {GPU_LOCK} and {GPU_LOCK}.{id} for {device} \
-                 (BELLPERSON_GPUS_PER_LOCK={n})"
-            ),
-            None => warn_once(
+        match (id, gpus_per_lock) {
+            (Some(id), _) => {
+                log::debug!("gpu: sharing bellperson's {GPU_LOCK} and {GPU_LOCK}.{id} for {device}")
+            }
+            (None, None) => {
+                log::debug!("gpu: sharing bellperson's {GPU_LOCK} for {device} (it has no id)")
+            }
+            (None, Some(n)) => warn_once(
                 &format!("{GPU_LOCK}.{device}"),
                 &format!(
                     "gpu: {device} tells neither a UUID nor a PCI id: bellperson's per-device \

@@ -55,9 +55,6 @@ pub(super) struct ClaimInner {
     pub(super) dir: PathBuf,
     pub(super) priority: Priority,
     pub(super) devices: Vec<&'static GpuDevice>,
-    /// Whether bellperson locks per device (`BELLPERSON_GPUS_PER_LOCK`): each device's own
-    /// bellperson file is then shared and read beside the single one ([`bellperson`]).
-    pub(super) bellperson_per_device: bool,
     /// Devices held and not in use by a worker (between pieces of work).
     pub(super) idle: Mutex<Vec<LockedKernel>>,
     pub(super) shared: Mutex<Shared>,
@@ -292,12 +289,11 @@ impl ClaimInner {
         }
     }
 
-    /// The id of `device`'s own bellperson lock file where bellperson locks per device.
+    /// The id of `device`'s own bellperson lock file, shared and read beside the single one
+    /// whatever this process's `BELLPERSON_GPUS_PER_LOCK` says: what matters is the setting of the
+    /// bellperson provers, which may run with another environment ([`bellperson`]).
     fn bellperson_id<'d>(&self, device: &'d GpuDevice) -> Option<&'d str> {
-        device
-            .bellperson_id
-            .as_deref()
-            .filter(|_| self.bellperson_per_device)
+        device.bellperson_id.as_deref()
     }
 
     /// For a `High` prover: bellperson's priority lock, which makes a bellperson prover give its

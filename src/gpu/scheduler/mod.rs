@@ -96,7 +96,6 @@ impl GpuClaim {
             dir,
             priority,
             devices,
-            bellperson_per_device: config.bellperson_gpus_per_lock.is_some(),
             idle: Mutex::new(Vec::new()),
             shared: Mutex::new(Shared::default()),
             may_wait,
