@@ -149,8 +149,8 @@ impl GpuLock {
     }
 
     /// Takes the device if nobody holds it, sharing bellperson's GPU lock files that cover it
-    /// ([`bellperson`]): `bellman.gpu.lock`, and with `bellperson_id` (where bellperson locks per
-    /// device) the device's `bellman.gpu.lock.<bellperson_id>` too. `Ok(None)` if somebody holds
+    /// ([`bellperson`]): `bellman.gpu.lock`, and with `bellperson_id` the device's
+    /// `bellman.gpu.lock.<bellperson_id>` too (the file bellperson locks per device). `Ok(None)` if somebody holds
     /// the device, a bellperson prover included.
     pub fn try_acquire_sharing(
         dir: &Path,

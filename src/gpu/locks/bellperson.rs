@@ -22,11 +22,11 @@
 //! the device. Both files are shared whatever our own `BELLPERSON_GPUS_PER_LOCK` says, because
 //! what matters is the setting of the bellperson provers, which often run with an environment
 //! of their own: a bellperson prover locks through one of the two, and sharing the other costs
-//! one `flock`. A device for which we cannot share
-//! one of the files is held by bellperson, which we treat as a holder at `Normal`. A `High` prover
-//! of ours that waits for such a device holds `bellman.priority.lock` exclusively, which makes
-//! bellperson's normal prover yield. And `bellman.priority.lock` held exclusively by anyone reads
-//! as a `High` request to our holders below `High`. `BELLMAN_NO_GPU` (anything but `0`) turns our
+//! one `flock`. A device for which we cannot share one of the files is held by bellperson, which
+//! we treat as a holder at `Normal`. A `High` prover of ours that waits for such a device holds
+//! `bellman.priority.lock` exclusively, which makes bellperson's normal prover yield. And
+//! `bellman.priority.lock` held exclusively by anyone reads as a `High` request to our holders
+//! below `High`. `BELLMAN_NO_GPU` (anything but `0`) turns our
 //! GPU use off as it does bellperson's.
 //!
 //! Two cases are outside what these files can say. A bellperson prover with per-device locks that
