@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release --features gpu,serde --example prover -- --demo [--fake] [--low K] [--high K] \
-//!     [--rounds N] [--alone] [--alone-proofs N] [--low-holds-ms MS]
+//!     [--rounds N] [--alone] [--alone-proofs N] [--low-holds-ms MS] [--mapped]
 //! cargo run --release --features gpu,serde --example prover -- --circuit squares|sha256 \
 //!     --log2-constraints K --priority low|normal|high --proofs N [--json] [--after-go] [--mapped] [--shape]
 //! ```
@@ -22,7 +22,7 @@
 //! how long the high ones held the GPU. `--after-go` makes a prover ready itself (parameters read, GPUs readied) and then start
 //! each proof when a line arrives on stdin, as a service does with requests (with `--json` it
 //! first prints `{"ready":true}`). `--mapped` proves from the cached file mapped into memory
-//! (`MappedParameters`) instead of read into it; `--shape` records the circuit's shape once (no
+//! (`MappedParameters`) instead of read into it (in the demo: the low service does); `--shape` records the circuit's shape once (no
 //! witness) and proves each proof from it, computing only the witness (`PreparedParameters`).
 
 #[path = "../tests/circuits/mod.rs"]
@@ -99,7 +99,8 @@ struct Args {
     /// Demo: where to write the timeline chart.
     #[arg(long, value_name = "FILE", default_value = "demo-timeline.svg")]
     svg: PathBuf,
-    /// Prove from the cached file mapped into memory (`MappedParameters`) instead of read into it.
+    /// Prove from the cached file mapped into memory (`MappedParameters`) instead of read into it
+    /// (in the demo: the low service does).
     #[arg(long)]
     mapped: bool,
     /// Record the circuit's shape once and prove each proof from it, computing only the witness
@@ -356,7 +357,10 @@ fn main() {
                 a.rounds,
                 a.alone(),
                 std::time::Duration::from_millis(a.low_holds_ms.into()),
-                a.fake,
+                demo::How {
+                    fake: a.fake,
+                    low_mapped: a.mapped,
+                },
                 &a.svg,
             )
         }

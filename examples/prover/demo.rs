@@ -48,12 +48,19 @@ struct Service {
 
 impl Service {
     /// Starts the service for `proofs` proofs of `2^k` constraints and waits until it is ready.
-    fn start(k: u32, priority: &str, proofs: usize) -> Result<Service, Box<dyn Error>> {
+    /// `mapped`: the service proves from its parameter file mapped.
+    fn start(
+        k: u32,
+        priority: &str,
+        proofs: usize,
+        mapped: bool,
+    ) -> Result<Service, Box<dyn Error>> {
         let mut child = Command::new(std::env::current_exe()?)
             .args(["--circuit", "squares", "--log2-constraints"])
             .arg(k.to_string())
             .args(["--priority", priority, "--json", "--after-go", "--proofs"])
             .arg(proofs.to_string())
+            .args(mapped.then_some("--mapped"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()?;
@@ -120,6 +127,16 @@ fn role(name: &'static str, k: u32, started: Duration, t0: Instant, stdout: &str
     }
 }
 
+/// How the demo runs its provers.
+#[derive(Clone, Copy, Default)]
+pub struct How {
+    /// A fake device of known speed instead of the machine's GPUs.
+    pub fake: bool,
+    /// The low service proves from its parameter file mapped (`--mapped`), as services with
+    /// files of tens of GB do.
+    pub low_mapped: bool,
+}
+
 /// Runs the demo with a low prover of `2^low` and a high one of `2^high` constraints.
 /// With `rounds > 1`, high-priority proofs run one after another while the low service proves
 /// one proof after another, and the hand-over statistics are printed; with `alone_proofs`, each
@@ -132,9 +149,10 @@ pub fn run(
     rounds: usize,
     alone_proofs: usize,
     low_holds: Duration,
-    fake: bool,
+    how: How,
     svg: &Path,
 ) -> Result<(), Box<dyn Error>> {
+    let fake = how.fake;
     let real: Vec<String> = device::list(&Selection::from_env())
         .map(|d| d.into_iter().map(|d| d.id).collect())
         .unwrap_or_default();
@@ -163,9 +181,9 @@ pub fn run(
     let counted_alone = alone_proofs;
     let alone_proofs = if measure_alone { 1 + alone_proofs } else { 0 };
     let t0 = Instant::now();
-    let mut high_service = Service::start(high, "high", rounds + alone_proofs)?;
+    let mut high_service = Service::start(high, "high", rounds + alone_proofs, false)?;
     // The low service proves until its stdin closes.
-    let mut low_service = Service::start(low, "low", 1 << 30)?;
+    let mut low_service = Service::start(low, "low", 1 << 30, how.low_mapped)?;
     let low_pid = low_service.child.0.id();
     let high_service_pid = high_service.child.0.id();
     let mut alone_roles: Vec<(u32, Role)> = Vec::new();
