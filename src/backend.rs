@@ -3,12 +3,14 @@
 //! synthesis: the GPU claim's (`gpu::GpuBackend`, with the `gpu` feature and devices) or
 //! [`CpuBackend`]. Everything else in `groth16/` is the same for both.
 
+use crate::bases::Bases;
 use crate::domain::QuotientSteps;
 use crate::multicore::{self, Pool};
 use crate::multiexp::{into_scalar_reprs, multiexp, LengthMismatch, ScalarRepr};
 use crate::options::ProofReport;
 use bellpepper_core::SynthesisError;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use group::{Group, UncompressedEncoding};
 
 /// The quotient polynomial's coefficients (as the H multiexp reads them), or the evaluations it
 /// is made from when a higher priority took the device and it was put off.
@@ -36,18 +38,20 @@ pub(crate) trait ProofBackend {
         steps: QuotientSteps,
     ) -> Result<Vec<ScalarRepr>, SynthesisError>;
 
-    /// `sum_i scalars[i] * bases[i]` in G1; the lengths match.
+    /// `sum_i scalars[i] * bases[i]` in G1; the lengths match. Mapped bases are decoded where
+    /// each part of the multiexp runs; one that is not a point on the curve is an error naming
+    /// it.
     fn multiexp_g1(
         &mut self,
-        bases: &[G1Affine],
+        bases: Bases<'_, G1Affine>,
         scalars: &[ScalarRepr],
         what: &str,
     ) -> Result<G1Projective, SynthesisError>;
 
-    /// `sum_i scalars[i] * bases[i]` in G2; the lengths match.
+    /// `sum_i scalars[i] * bases[i]` in G2, as [`ProofBackend::multiexp_g1`].
     fn multiexp_g2(
         &mut self,
-        bases: &[G2Affine],
+        bases: Bases<'_, G2Affine>,
         scalars: &[ScalarRepr],
         what: &str,
     ) -> Result<G2Projective, SynthesisError>;
@@ -72,17 +76,25 @@ pub(crate) struct CpuBackend {
 }
 
 impl CpuBackend {
-    fn multiexp<G: crate::curve::CurveAffine>(
+    /// Mapped bases a decoded window at a time ([`Bases::for_each_window`]), each window a
+    /// multiexp (and a chunk in the report) of its own, their sums added.
+    fn multiexp<G: crate::curve::CurveAffine + UncompressedEncoding>(
         &mut self,
-        bases: &[G],
+        bases: Bases<'_, G>,
         scalars: &[ScalarRepr],
         what: &str,
     ) -> Result<G::Curve, SynthesisError> {
-        self.counts.cpu_chunks += 1;
-        self.counts.total_chunks += 1;
-        multiexp(bases, scalars).map_err(|e: LengthMismatch| {
-            SynthesisError::IncompatibleLengthVector(format!("{what}: {e}"))
-        })
+        let mut sum = G::Curve::identity();
+        bases.for_each_window(|points, range| {
+            self.counts.cpu_chunks += 1;
+            self.counts.total_chunks += 1;
+            let scalars = scalars.get(range).unwrap_or_default();
+            sum += multiexp(points, scalars).map_err(|e: LengthMismatch| {
+                SynthesisError::IncompatibleLengthVector(format!("{what}: {e}"))
+            })?;
+            Ok(())
+        })?;
+        Ok(sum)
     }
 }
 
@@ -105,7 +117,7 @@ impl ProofBackend for CpuBackend {
 
     fn multiexp_g1(
         &mut self,
-        bases: &[G1Affine],
+        bases: Bases<'_, G1Affine>,
         scalars: &[ScalarRepr],
         what: &str,
     ) -> Result<G1Projective, SynthesisError> {
@@ -114,7 +126,7 @@ impl ProofBackend for CpuBackend {
 
     fn multiexp_g2(
         &mut self,
-        bases: &[G2Affine],
+        bases: Bases<'_, G2Affine>,
         scalars: &[ScalarRepr],
         what: &str,
     ) -> Result<G2Projective, SynthesisError> {

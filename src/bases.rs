@@ -120,12 +120,14 @@ enum Repr<'a, G> {
     Encoded(Encoded<'a>),
 }
 
-/// Points in a mapped file: `len` uncompressed encodings from byte `start` on.
+/// Points in a mapped file: `len` uncompressed encodings from byte `start` on, the first of
+/// them point `first` of its section (for errors).
 #[derive(Debug, Clone, Copy)]
 struct Encoded<'a> {
     file: &'a MappedFile,
     start: usize,
     len: usize,
+    first: usize,
     section: &'static str,
 }
 
@@ -197,8 +199,70 @@ impl<'a, G: CurveAffine + UncompressedEncoding> Bases<'a, G> {
                 file,
                 start,
                 len,
+                first: 0,
                 section,
             }),
+        }
+    }
+
+    /// The points of `range` (inside `0..self.len()`), in memory or mapped as these are.
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+    pub(crate) fn range(&self, range: Range<usize>) -> Self {
+        debug_assert!(range.start <= range.end && range.end <= self.len());
+        let repr = match self.repr {
+            Repr::Decoded(points) => Repr::Decoded(&points[range]),
+            Repr::Encoded(e) => Repr::Encoded(Encoded {
+                start: e.start + range.start * encoded_size::<G>(),
+                len: range.len(),
+                first: e.first + range.start,
+                ..e
+            }),
+        };
+        Bases { repr }
+    }
+
+    /// A mapped section's bytes: `len()` uncompressed encodings, one after the other (for a
+    /// device that decodes them itself); `None` for points in memory.
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+    pub(crate) fn encodings(&self) -> Option<&'a [u8]> {
+        match self.repr {
+            Repr::Decoded(_) => None,
+            Repr::Encoded(e) => {
+                Some(&e.file.bytes()[e.start..e.start + e.len * encoded_size::<G>()])
+            }
+        }
+    }
+
+    /// The points, decoded if mapped (on the pool of the calling thread, if it is one of the
+    /// crate's: [`multicore::install`]), the file's pages released after; or what is wrong with
+    /// the first that is not a point on the curve ([`invalid_bases`] makes it an error).
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+    pub(crate) fn points(&self) -> Result<std::borrow::Cow<'a, [G]>, String> {
+        match self.repr {
+            Repr::Decoded(points) => Ok(std::borrow::Cow::Borrowed(points)),
+            Repr::Encoded(e) => e
+                .decode::<G>(0..e.len, Vec::new())
+                .map(std::borrow::Cow::Owned),
+        }
+    }
+
+    /// Hands a mapped section's file pages back to the kernel ([`MappedFile::release`]), once
+    /// read; nothing for points in memory.
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+    pub(crate) fn release_pages(&self) {
+        if let Repr::Encoded(e) = self.repr {
+            e.file
+                .release(e.start..e.start + e.len * encoded_size::<G>());
+        }
+    }
+
+    /// What is wrong with point `index` of these, whose encoding is not a point on the curve
+    /// (found where it was decoded: on a device, or here).
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+    pub(crate) fn invalid_point_message(&self, index: usize) -> String {
+        match self.repr {
+            Repr::Decoded(_) => invalid_point_message("a query", index),
+            Repr::Encoded(e) => invalid_point_message(e.section, e.first + index),
         }
     }
 
@@ -234,7 +298,9 @@ impl<'a, G: CurveAffine + UncompressedEncoding> Bases<'a, G> {
             return Ok(());
         };
         let started = Instant::now();
-        let mut current = encoded.decode::<G>(first.clone(), Vec::new())?;
+        let mut current = encoded
+            .decode::<G>(first.clone(), Vec::new())
+            .map_err(invalid_bases)?;
         // The window before last's vector, decoded into again: its pages are already this
         // process's, so a window costs no page faults beside the file's own.
         let mut spare = Vec::new();
@@ -268,7 +334,9 @@ impl<'a, G: CurveAffine + UncompressedEncoding> Bases<'a, G> {
                 waited += t.elapsed();
                 result?;
                 match decoded {
-                    Some(points) => spare = std::mem::replace(&mut current, points?),
+                    Some(points) => {
+                        spare = std::mem::replace(&mut current, points.map_err(invalid_bases)?)
+                    }
                     None => break,
                 }
             }
@@ -300,7 +368,7 @@ impl Encoded<'_> {
         &self,
         range: Range<usize>,
         into: Vec<G>,
-    ) -> Result<Vec<G>, SynthesisError> {
+    ) -> Result<Vec<G>, String> {
         let size = encoded_size::<G>();
         let bytes = self.start + range.start * size..self.start + range.end * size;
         // Written in place by all cores (an indexed extend: each thread faults in and fills its
@@ -329,19 +397,24 @@ impl Encoded<'_> {
         self.file.release(bytes);
         match first_bad.into_inner() {
             usize::MAX => Ok(decoded),
-            index => Err(index),
+            index => Err(invalid_point_message(self.section, self.first + index)),
         }
-        .map_err(|index| {
-            SynthesisError::IoError(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "{}[{index}] in the mapped parameter file is not a point on the curve: the \
-                     file is corrupt or changed after it was opened",
-                    self.section
-                ),
-            ))
-        })
     }
+}
+
+/// What is wrong with point `index` of `section`, whose encoding in the mapped file is not a
+/// point on the curve.
+fn invalid_point_message(section: &str, index: usize) -> String {
+    format!(
+        "{section}[{index}] in the mapped parameter file is not a point on the curve: the file \
+         is corrupt or changed after it was opened"
+    )
+}
+
+/// The error of a multiexp over bases that are not all points on the curve (`message`:
+/// [`Bases::invalid_point_message`]).
+pub(crate) fn invalid_bases(message: String) -> SynthesisError {
+    SynthesisError::IoError(io::Error::new(io::ErrorKind::InvalidData, message))
 }
 
 #[cfg(test)]

@@ -65,6 +65,7 @@ impl GpuBackend {
 mod backend_impl {
     use super::GpuBackend;
     use crate::backend::{ProofBackend, Quotient};
+    use crate::bases::Bases;
     use crate::domain::QuotientSteps;
     use crate::multicore::Pool;
     use crate::multiexp::ScalarRepr;
@@ -89,7 +90,7 @@ mod backend_impl {
         }
         fn multiexp_g1(
             &mut self,
-            _: &[G1Affine],
+            _: Bases<'_, G1Affine>,
             _: &[ScalarRepr],
             _: &str,
         ) -> Result<G1Projective, SynthesisError> {
@@ -97,7 +98,7 @@ mod backend_impl {
         }
         fn multiexp_g2(
             &mut self,
-            _: &[G2Affine],
+            _: Bases<'_, G2Affine>,
             _: &[ScalarRepr],
             _: &str,
         ) -> Result<G2Projective, SynthesisError> {

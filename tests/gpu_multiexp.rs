@@ -6,6 +6,8 @@
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
+#[path = "circuits/mod.rs"]
+mod circuits;
 mod gpu_common;
 
 use preemptible_groth16::gpu::{multiexp_split, GpuError, MultiexpKernel};
@@ -383,4 +385,156 @@ fn split_across_devices_equals_cpu_and_survives_a_failed_device() {
     assert_eq!(sum, multiexp(&g2_bases, &g2_reprs).unwrap());
     assert!(multiexp_split::<G1Affine>(&[], &bases, &reprs).is_err());
     assert!(multiexp_split(&[&a], &bases[..3], &reprs[..2]).is_err());
+}
+
+/// Bases mapped from a parameter file go up as their encodings and are decoded on the device
+/// (`cl/decode.cl`): the sums equal the CPU's over the points blst decodes, in G1 and G2, and a
+/// point blst refuses is refused on the device too, the error naming it; the identity's encoding
+/// is the identity.
+#[test]
+fn mapped_bases_are_decoded_on_the_device_as_blst_decodes_them() {
+    use group::UncompressedEncoding;
+    use preemptible_groth16::groth16::{
+        generate_random_parameters, MappedParameters, ParameterSource,
+    };
+    let k = kernel();
+    let params = generate_random_parameters(
+        circuits::Squares::log2(9),
+        &mut ChaCha20Rng::seed_from_u64(21),
+    )
+    .unwrap();
+    let mut file = Vec::new();
+    params.write(&mut file).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // The file with `point`'s encoding (found in it: each point is there once) replaced by `with`.
+    let mapped_with = |point: &[u8], with: &[u8]| {
+        let mut bytes = file.clone();
+        let at = bytes
+            .windows(point.len())
+            .position(|w| w == point)
+            .expect("the point's encoding is in the file");
+        bytes[at..at + with.len()].copy_from_slice(with);
+        let path = dir.path().join("params");
+        std::fs::write(&path, &bytes).unwrap();
+        MappedParameters::open(&path, false).unwrap()
+    };
+    // The device's answer over the mapped H (G1) or B (G2) query, pieces of 100 terms, and the
+    // CPU's over blst's decoding of the same bytes (`None` where blst refuses a point).
+    fn check<G>(
+        k: &MultiexpKernel,
+        mapped: preemptible_groth16::groth16::Bases<'_, G>,
+        decoded: Option<Vec<G>>,
+        bad: usize,
+        name: &str,
+        case: &str,
+    ) where
+        G: preemptible_groth16::gpu::GpuCurve,
+    {
+        let n = mapped.len();
+        let scalars: Vec<Scalar> = (0..n as u64).map(|i| Scalar::from(i * i + 7)).collect();
+        let reprs = scalar_reprs(&scalars);
+        let ends: Vec<usize> = (1..=n.div_ceil(100)).map(|i| (i * 100).min(n)).collect();
+        let gpu = k
+            .multiexp_in_pieces(mapped, &reprs, &ends, &|| false)
+            .into_result();
+        match (decoded, gpu) {
+            (Some(points), Ok(sum)) => {
+                assert_eq!(sum, multiexp(&points, &reprs).unwrap(), "{case}")
+            }
+            (None, Err(GpuError::InvalidBases(message))) => {
+                assert!(
+                    message.contains(&format!("{name}[{bad}]")),
+                    "{case}: {message}"
+                )
+            }
+            (decoded, gpu) => panic!(
+                "{case}: blst decodes: {}, the device: {gpu:?}",
+                decoded.is_some()
+            ),
+        }
+    }
+    // blst's decoding of every point of the mapped query.
+    fn decode_all<G: UncompressedEncoding + Clone>(
+        query: &[G],
+        i: usize,
+        with: &[u8],
+    ) -> Option<Vec<G>> {
+        let mut points = query.to_vec();
+        let mut repr = G::Uncompressed::default();
+        repr.as_mut().copy_from_slice(with);
+        points[i] = Option::from(G::from_uncompressed_unchecked(&repr))?;
+        Some(points)
+    }
+    let p = hex_to_be48(preemptible_groth16::gpu::source::FQ_MODULUS);
+
+    let h = params.h().as_slice().unwrap().to_vec();
+    let b = params.b_g2().as_slice().unwrap().to_vec();
+    let (i, j) = (h.len() / 2 + 3, b.len() / 3 + 1);
+    let (h_i, b_j) = (h[i].to_uncompressed(), b[j].to_uncompressed());
+    let (h_i, b_j): (&[u8], &[u8]) = (h_i.as_ref(), b_j.as_ref());
+
+    // Cases: (name, G1 encoding, G2 encoding).
+    let mut cases: Vec<(&str, Vec<u8>, Vec<u8>)> = vec![
+        ("unchanged", h_i.to_vec(), b_j.to_vec()),
+        ("the identity", infinity(96), infinity(192)),
+    ];
+    let flip_last = |e: &[u8]| {
+        let mut e = e.to_vec();
+        *e.last_mut().unwrap() ^= 1;
+        e
+    };
+    cases.push(("y changed: off the curve", flip_last(h_i), flip_last(b_j)));
+    let with_x = |e: &[u8], x: &[u8]| {
+        let mut e = e.to_vec();
+        e[..48].copy_from_slice(x);
+        e
+    };
+    cases.push(("x = P", with_x(h_i, &p), with_x(b_j, &p)));
+    let flags = |e: &[u8], f: u8| {
+        let mut e = e.to_vec();
+        e[0] |= f;
+        e
+    };
+    cases.push(("sort flag", flags(h_i, 0x20), flags(b_j, 0x20)));
+    cases.push((
+        "infinity flag on a point",
+        flags(h_i, 0x40),
+        flags(b_j, 0x40),
+    ));
+    let mut not_zero = infinity(96);
+    not_zero[70] = 1;
+    let mut not_zero2 = infinity(192);
+    not_zero2[150] = 1;
+    cases.push(("infinity with a bit set", not_zero, not_zero2));
+    // (0, 2) lies on y^2 = x^3 + 4, outside the group; blst refuses x = 0.
+    let mut zero_two = vec![0u8; 96];
+    zero_two[95] = 2;
+    cases.push(("x = 0, y = 2", zero_two, flip_last(b_j)));
+
+    for (case, g1, g2) in &cases {
+        let mapped = mapped_with(h_i, g1);
+        check(&k, mapped.h(), decode_all(&h, i, g1), i, "h", case);
+        let mapped = mapped_with(b_j, g2);
+        check(&k, mapped.b_g2(), decode_all(&b, j, g2), j, "b_g2", case);
+    }
+    // A compressed encoding is refused on the device (blst would read a point from its first
+    // half).
+    let compressed = flags(h_i, 0x80);
+    let mapped = mapped_with(h_i, &compressed);
+    check(&k, mapped.h(), None, i, "h", "compressed flag");
+}
+
+/// The identity's uncompressed encoding: the infinity flag, every other bit 0.
+fn infinity(len: usize) -> Vec<u8> {
+    let mut e = vec![0u8; len];
+    e[0] = 0x40;
+    e
+}
+
+/// A 381-bit hex number as 48 big-endian bytes.
+fn hex_to_be48(hex: &str) -> Vec<u8> {
+    let hex = format!("{hex:0>96}");
+    (0..48)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
 }

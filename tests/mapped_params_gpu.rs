@@ -1,7 +1,7 @@
 //! A proof from a mapped file through the GPU scheduler (a fake device: the real scheduler and
 //! lock files) equals the one from the same parameters in memory, and the device computed part
-//! of it. Alone in its binary: the fake device is chosen by an environment variable read once
-//! per process.
+//! of it; a point off the curve in the file fails the proof, naming it. Alone in its binary: the
+//! fake device is chosen by an environment variable read once per process.
 #![cfg(feature = "gpu")]
 
 mod circuits;
@@ -9,9 +9,10 @@ mod circuits;
 use circuits::Squares;
 use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
 use preemptible_groth16::gpu::locks::LOCK_DIR_ENV;
+use group::UncompressedEncoding;
 use preemptible_groth16::groth16::{
     create_proof_with_options, generate_random_parameters, prepare_verifying_key, verify_proof,
-    MappedParameters, ProveOptions,
+    MappedParameters, ParameterSource, ProveOptions,
 };
 use preemptible_groth16::Scalar;
 use rand::SeedableRng;
@@ -47,4 +48,27 @@ fn a_mapped_proof_on_a_fake_device_equals_the_one_from_memory() {
     .unwrap());
     let on_device: u64 = report.gpu_chunks.iter().map(|(_, n)| n).sum();
     assert!(on_device > 0, "no chunk on the device: {report:?}");
+
+    // A point of the L query off the curve: the proof fails, naming it, wherever its chunk ran
+    // (a device decodes its chunks' bases itself, the CPU its own).
+    let l = params.l().as_slice().unwrap();
+    let bad = l.len() - 5;
+    let encoding = l[bad].to_uncompressed();
+    let at = bytes
+        .windows(96)
+        .position(|w| w == encoding.as_ref())
+        .unwrap();
+    bytes[at + 95] ^= 1;
+    let path = dir.path().join("squares-12-corrupt.params");
+    std::fs::write(&path, &bytes).unwrap();
+    let corrupt = MappedParameters::open(&path, false).unwrap();
+    for chunk_terms in [1 << 10, 1 << 6] {
+        let options = ProveOptions::default().chunk_terms(chunk_terms);
+        let e = create_proof_with_options(circuit, &corrupt, r, s, &options).unwrap_err();
+        let message = e.to_string();
+        assert!(
+            message.contains(&format!("l[{bad}]")),
+            "chunks of {chunk_terms}: {message}"
+        );
+    }
 }

@@ -10,6 +10,7 @@ use super::fake;
 use super::fft::FftKernel;
 use super::multiexp::{piece_ranges, GpuCurve, MultiexpKernel, PieceSums};
 use super::test_hooks;
+use crate::bases::Bases;
 use crate::config::Config;
 use crate::domain::QuotientSteps;
 use crate::multiexp::ScalarRepr;
@@ -43,7 +44,7 @@ impl GpuDevice {
     /// finished pieces: `done` in the result counts chunks.
     pub(crate) fn multiexp<G: GpuCurve>(
         &self,
-        bases: &[G],
+        bases: Bases<'_, G>,
         scalars: &[ScalarRepr],
         chunk_ends: &[usize],
         interrupt: &dyn Fn() -> bool,

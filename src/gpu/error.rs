@@ -1,5 +1,5 @@
-//! Errors of the OpenCL layer. Every one of them means "do this piece of work on the CPU", never a
-//! failed proof.
+//! Errors of the OpenCL layer. Every one of them but [`GpuError::InvalidBases`] means "do this
+//! piece of work on the CPU", never a failed proof.
 
 /// Why GPU work could not be done.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -33,6 +33,11 @@ pub enum GpuError {
     /// Input that the kernels cannot take (a size that does not fit, mismatched lengths).
     #[error("invalid GPU input: {0}")]
     InvalidInput(String),
+    /// A base encoded in a mapped parameter file is not a point on the curve (the device decodes
+    /// them: `cl/decode.cl`). The CPU would refuse it too, so the multiexp fails with this
+    /// message (which names the point) rather than going to the CPU.
+    #[error("{0}")]
+    InvalidBases(String),
 }
 
 /// Whether an OpenCL status says the device's memory (or resources) ran out.

@@ -8,10 +8,11 @@ use super::buffer::DeviceMemory;
 use super::engine::Engine;
 use super::error::GpuError;
 use super::multiexp::{finish_grace, piece_ranges, worth_finishing, AnyBases, AnySums, PieceSums};
+use crate::bases::Bases;
 use crate::domain::{to_coset, QuotientInput, QuotientSteps};
 use crate::multiexp::{multiexp_serial, scalar_reprs, CurveAffine, ScalarRepr};
 use blstrs::Scalar;
-use group::Group;
+use group::{Group, UncompressedEncoding};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -196,23 +197,35 @@ impl FakeDevice {
     /// the OpenCL kernel's [`super::multiexp::MultiexpKernel::multiexp_in_pieces`]: a call
     /// stopped early keeps the pieces it finished, and a piece nearly done when a request comes
     /// is finished first.
-    pub fn multiexp_in_pieces<G: CurveAffine>(
+    /// Bases mapped from a parameter file are decoded here, piece by piece, as a device decodes
+    /// them: a point that is not on the curve stops the call with [`GpuError::InvalidBases`].
+    pub fn multiexp_in_pieces<G: CurveAffine + UncompressedEncoding>(
         &self,
-        bases: &[G],
+        bases: Bases<'_, G>,
         scalars: &[ScalarRepr],
         ends: &[usize],
         interrupt: &dyn Fn() -> bool,
     ) -> PieceSums<G::Curve> {
         let mut out = PieceSums::nothing();
         for range in piece_ranges(ends) {
-            let (Some(b), Some(s)) = (bases.get(range.clone()), scalars.get(range)) else {
+            let s = scalars
+                .get(range.clone())
+                .filter(|_| range.end <= bases.len());
+            let Some(s) = s else {
                 out.stopped = Some(GpuError::InvalidInput(format!(
                     "pieces ending at {ends:?} do not cut {} terms",
                     bases.len()
                 )));
                 return out;
             };
-            match self.multiexp_piece(b, s, interrupt) {
+            let b = match bases.range(range).points() {
+                Ok(points) => points,
+                Err(message) => {
+                    out.stopped = Some(GpuError::InvalidBases(message));
+                    return out;
+                }
+            };
+            match self.multiexp_piece(&b, s, interrupt) {
                 Ok((sum, on_request)) => {
                     out.sum += sum;
                     out.done += 1;
@@ -423,7 +436,7 @@ mod tests {
             let fake = device(grace);
             let start = Instant::now();
             let asked = || start.elapsed() >= Duration::from_millis(80);
-            let part = fake.multiexp_in_pieces(&bases, &scalars, &[100, 200], &asked);
+            let part = fake.multiexp_in_pieces(Bases::from(&bases), &scalars, &[100, 200], &asked);
             assert!(
                 matches!(part.stopped, Some(GpuError::Interrupted)),
                 "{grace:?}"
@@ -443,7 +456,7 @@ mod tests {
         let fake = device(Duration::from_secs(3600));
         let start = Instant::now();
         let asked = || start.elapsed() >= Duration::from_millis(20);
-        let part = fake.multiexp_in_pieces(&bases, &scalars, &[100, 200], &asked);
+        let part = fake.multiexp_in_pieces(Bases::from(&bases), &scalars, &[100, 200], &asked);
         assert_eq!((part.done, part.finished_on_request), (0, 0));
     }
 }

@@ -4,6 +4,7 @@
 
 use super::scheduler::{cpu_pool, GpuClaim, QuotientOnGpu};
 use crate::backend::{ProofBackend, Quotient};
+use crate::bases::{invalid_bases, Bases};
 use crate::config::Config;
 use crate::domain::QuotientSteps;
 use crate::free::free_in_background;
@@ -189,23 +190,27 @@ impl ProofBackend for GpuBackend {
 
     fn multiexp_g1(
         &mut self,
-        bases: &[G1Affine],
+        bases: Bases<'_, G1Affine>,
         scalars: &[ScalarRepr],
         _what: &str,
     ) -> Result<G1Projective, SynthesisError> {
-        Ok(self.claim.multiexp(bases, scalars, self.chunk_terms))
+        self.claim
+            .multiexp(bases, scalars, self.chunk_terms)
+            .map_err(invalid_bases)
     }
 
     fn multiexp_g2(
         &mut self,
-        bases: &[G2Affine],
+        bases: Bases<'_, G2Affine>,
         scalars: &[ScalarRepr],
         _what: &str,
     ) -> Result<G2Projective, SynthesisError> {
         // A G2 term costs about 2.5x a G1 term on the device (docs/BENCHMARKS.md): a quarter of
         // the terms keeps a chunk, and so a hand-over, about as short as a G1 chunk.
         let chunk_terms = (self.chunk_terms / 4).max(1);
-        Ok(self.claim.multiexp(bases, scalars, chunk_terms))
+        self.claim
+            .multiexp(bases, scalars, chunk_terms)
+            .map_err(invalid_bases)
     }
 
     fn witness_beside_quotient(&self) -> bool {

@@ -12,6 +12,7 @@ const FIELD_TEST: &str = include_str!("cl/field_test.cl");
 const FFT: &str = include_str!("cl/fft.cl");
 const EC: &str = include_str!("cl/ec.cl");
 const MULTIEXP: &str = include_str!("cl/multiexp.cl");
+const DECODE: &str = include_str!("cl/decode.cl");
 const FQ2: &str = include_str!("cl/fq2.cl");
 const THROUGHPUT: &str = include_str!("cl/throughput.cl");
 
@@ -166,7 +167,7 @@ pub fn fft_source() -> String {
 /// `Fq2`. The groups are separate programs, so that a caller of one does not wait for the other's
 /// compilation.
 pub fn multiexp_source(group: &str) -> String {
-    group_source(group, MULTIEXP)
+    group_source(group, &[MULTIEXP, DECODE].concat())
 }
 
 /// The source of the arithmetic throughput kernels of one group (`G1_mul_loop`, `G1_sqr_loop`,
@@ -183,10 +184,10 @@ fn group_source(group: &str, kernels: &str) -> String {
     if group == "G2" {
         s.push_str(&fq().instantiate(&[]));
         s.push_str(FQ2);
-        s.push_str("\n#define FIELD Fq2\n#define POINT G2\n");
+        s.push_str("\n#define FIELD Fq2\n#define POINT G2\n#define CURVE_OVER_FQ2\n");
         s.push_str(EC);
         s.push_str(kernels);
-        s.push_str("\n#undef POINT\n#undef FIELD\n");
+        s.push_str("\n#undef CURVE_OVER_FQ2\n#undef POINT\n#undef FIELD\n");
     } else {
         s.push_str(&fq().instantiate(&["#define POINT G1\n", EC, kernels, "\n#undef POINT\n"]));
     }

@@ -106,23 +106,18 @@ fn prove_on<B: ProofBackend, P: ParameterSource + Sync>(
     Ok(assemble(params.vk(), &sums, r, s))
 }
 
-/// One multiexp through `backend`, its lengths checked, its time logged; mapped bases go through
-/// it a decoded window at a time ([`Bases::for_each_window`]), the windows' sums added.
-fn msm<G: CurveAffine + UncompressedEncoding, B: ProofBackend>(
+/// One multiexp through `backend`, its lengths checked, its time logged.
+fn msm<'a, G: CurveAffine + UncompressedEncoding, B: ProofBackend>(
     backend: &mut B,
-    bases: Bases<'_, G>,
+    bases: Bases<'a, G>,
     scalars: &[ScalarRepr],
     what: &str,
     start: Instant,
-    run: impl Fn(&mut B, &[G], &[ScalarRepr], &str) -> Result<G::Curve, SynthesisError>,
+    run: impl Fn(&mut B, Bases<'a, G>, &[ScalarRepr], &str) -> Result<G::Curve, SynthesisError>,
 ) -> Result<G::Curve, SynthesisError> {
     check_len(what, bases.len(), scalars.len())?;
     let started = Instant::now();
-    let mut sum = G::Curve::identity();
-    bases.for_each_window(|points, range| {
-        sum += run(backend, points, &scalars[range], what)?;
-        Ok(())
-    })?;
+    let sum = run(backend, bases, scalars, what)?;
     log::debug!(
         "prove: {what} multiexp of {} terms in {:.2?} (from {:.2?} to {:.2?})",
         bases.len(),

@@ -25,6 +25,17 @@ bool Fq2_eq(Fq2 a, Fq2 b) {
     return Fq_eq(a.c0, b.c0) && Fq_eq(a.c1, b.c1);
 }
 
+// Either coordinate at or above P (a value that is not canonical).
+bool Fq2_gte_p(Fq2 a) {
+    return Fq_gte_p(a.c0) || Fq_gte_p(a.c1);
+}
+
+Fq2 Fq2_to_mont(Fq2 a) {
+    a.c0 = Fq_to_mont(a.c0);
+    a.c1 = Fq_to_mont(a.c1);
+    return a;
+}
+
 Fq2 Fq2_add(Fq2 a, Fq2 b) {
     a.c0 = Fq_add(a.c0, b.c0);
     a.c1 = Fq_add(a.c1, b.c1);

@@ -19,6 +19,7 @@ use super::device::Device;
 use super::error::GpuError;
 use super::program::{build, BuiltProgram};
 use super::source;
+use crate::bases::Bases;
 use crate::config::Config;
 use crate::multiexp::ScalarRepr;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -257,7 +258,7 @@ impl MultiexpKernel {
         // up while the device sums the current one (2^24 G1 terms in 0.192 s against 0.212 s in
         // one call). Both on the H200 (docs/BENCHMARKS.md).
         let ends = piece_ends(bases.len(), G::PIECE_TERMS);
-        self.run(bases, scalars, &ends, &|| false, false)
+        self.run(Bases::from(bases), scalars, &ends, &|| false, false)
             .into_result()
     }
 
@@ -275,7 +276,7 @@ impl MultiexpKernel {
         scalars: &[ScalarRepr],
         interrupt: &dyn Fn() -> bool,
     ) -> Result<G::Curve, GpuError> {
-        self.run(bases, scalars, &[bases.len()], interrupt, true)
+        self.run(Bases::from(bases), scalars, &[bases.len()], interrupt, true)
             .into_result()
     }
 
@@ -285,21 +286,23 @@ impl MultiexpKernel {
     /// the pieces it finished, and only the piece in progress is lost. The next pieces' scalars
     /// and bases go up on the transfer queue while the device sums the current one (at most two
     /// pieces' inputs on the device at once), so a piece costs little more than its share of one
-    /// long call.
-    pub fn multiexp_in_pieces<G: GpuCurve>(
+    /// long call. Bases mapped from a parameter file go up as their encodings and are decoded
+    /// on the device; one that is not a point on the curve stops the call with
+    /// [`GpuError::InvalidBases`].
+    pub fn multiexp_in_pieces<'b, G: GpuCurve>(
         &self,
-        bases: &[G],
+        bases: impl Into<Bases<'b, G>>,
         scalars: &[ScalarRepr],
         ends: &[usize],
         interrupt: &dyn Fn() -> bool,
     ) -> PieceSums<G::Curve> {
-        self.run(bases, scalars, ends, interrupt, true)
+        self.run(bases.into(), scalars, ends, interrupt, true)
     }
 
     /// The calls above: `bounded` cuts the bucket sums into launches of `LAUNCH_ENTRIES`.
     fn run<G: GpuCurve>(
         &self,
-        bases: &[G],
+        bases: Bases<'_, G>,
         scalars: &[ScalarRepr],
         ends: &[usize],
         interrupt: &dyn Fn() -> bool,

@@ -2,7 +2,9 @@
 //! piece's scalars and bases while the device sums the one before, and the call keeps the
 //! pieces it finished when it is stopped, so a preempted call loses only the piece in progress.
 
+use super::launch::{kernel_builder, launch, read_u32s};
 use super::{GpuCurve, MultiexpKernel};
+use crate::bases::{encoded_size, Bases};
 use crate::gpu::buffer::{write_limbs, TrackedBuffer};
 use crate::gpu::error::GpuError;
 use crate::gpu::program::BuiltProgram;
@@ -83,7 +85,7 @@ impl MultiexpKernel {
     pub(super) fn sum_pieces<G: GpuCurve>(
         &self,
         built: &BuiltProgram,
-        bases: &[G],
+        bases: Bases<'_, G>,
         scalars: &[ScalarRepr],
         ends: &[usize],
         interrupt: &dyn Fn() -> bool,
@@ -184,7 +186,7 @@ impl MultiexpKernel {
     fn upload_pieces<'k, G: GpuCurve>(
         &'k self,
         built: &BuiltProgram,
-        bases: &[G],
+        bases: Bases<'_, G>,
         scalars: &[ScalarRepr],
         ranges: &[std::ops::Range<usize>],
         credits: std::sync::mpsc::Receiver<()>,
@@ -202,7 +204,8 @@ impl MultiexpKernel {
             if credits.recv().is_err() || stopped() {
                 return None;
             }
-            let (piece_scalars, piece_bases) = (&scalars[range.clone()], &bases[range.clone()]);
+            let (piece_scalars, piece_bases) =
+                (&scalars[range.clone()], bases.range(range.clone()));
             let (scalars_error, bases_up) = if i == 0 {
                 std::thread::scope(|scope| {
                     let on_main = std::thread::Builder::new()
@@ -290,11 +293,14 @@ impl MultiexpKernel {
         Ok(buffer)
     }
 
-    /// `bases` in a new device buffer, through the transfer queue's staging memory.
+    /// `bases` in a new device buffer, through the transfer queue's staging memory. Bases mapped
+    /// from a parameter file go up as their encodings (as many bytes as the points) and are
+    /// decoded on the device ([`MultiexpKernel::decode_on_device`]), their file pages handed back
+    /// once copied: the host only reorders bytes, as it would copy points in memory.
     fn upload_bases<G: GpuCurve>(
         &self,
         built: &BuiltProgram,
-        bases: &[G],
+        bases: Bases<'_, G>,
         stopped: &dyn Fn() -> bool,
     ) -> Result<TrackedBuffer<'_>, GpuError> {
         let affine_limbs = 2 * G::COORD_LIMBS;
@@ -305,6 +311,8 @@ impl MultiexpKernel {
                 "injected failure of the bases' upload".into(),
             ));
         }
+        let (points, encodings) = (bases.as_slice(), bases.encodings());
+        let size = encoded_size::<G>();
         built.with_transfer_staging(|staging| {
             staging.upload(
                 &built.transfer_queue,
@@ -313,13 +321,52 @@ impl MultiexpKernel {
                 affine_limbs,
                 &|start, out| {
                     let first = start / affine_limbs;
-                    for (slot, b) in out.chunks_exact_mut(affine_limbs).zip(&bases[first..]) {
-                        b.write_coords(slot);
+                    let slots = out.chunks_exact_mut(affine_limbs);
+                    if let Some(points) = points {
+                        for (slot, b) in slots.zip(&points[first..]) {
+                            b.write_coords(slot);
+                        }
+                    } else if let Some(bytes) = encodings {
+                        for (slot, e) in slots.zip(bytes[first * size..].chunks_exact(size)) {
+                            G::write_encoded_coords(e, slot);
+                        }
                     }
                 },
                 stopped,
             )
         })?;
+        if encodings.is_some() {
+            bases.release_pages();
+            self.decode_on_device(built, &buffer, bases)?;
+        }
         Ok(buffer)
+    }
+
+    /// Makes the encodings of `bases` in `buffer` points (`cl/decode.cl`), on the transfer queue
+    /// after their upload; a point that is not valid is an error naming it
+    /// ([`GpuError::InvalidBases`]).
+    fn decode_on_device<G: GpuCurve>(
+        &self,
+        built: &BuiltProgram,
+        buffer: &TrackedBuffer<'_>,
+        bases: Bases<'_, G>,
+    ) -> Result<(), GpuError> {
+        let n = bases.len();
+        let first_bad =
+            TrackedBuffer::new(&built.transfer_queue, 1, Some(&[u32::MAX]), &self.memory)?;
+        launch(
+            &kernel_builder::<G>(built, "msm_decode_bases", n)
+                .queue(built.transfer_queue.clone())
+                .arg(&**buffer)
+                .arg(n as u32)
+                .arg(&*first_bad)
+                .build()?,
+        )?;
+        match read_u32s(&built.transfer_queue, &first_bad, 0, 1)?.first() {
+            Some(&bad) if bad != u32::MAX => Err(GpuError::InvalidBases(
+                bases.invalid_point_message(bad as usize),
+            )),
+            _ => Ok(()),
+        }
     }
 }

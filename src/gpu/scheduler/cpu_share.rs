@@ -2,8 +2,9 @@
 //! run, the chunk computed on a thread of its own while the prover tries for devices, and when a
 //! device that came back takes the chunk over.
 
+use crate::bases::Bases;
 use crate::gpu::multiexp::GpuCurve;
-use crate::multicore::Pool;
+use crate::multicore::{self, Pool};
 use crate::multiexp::{multiexp_on_until, ScalarRepr};
 use crate::priority::Priority;
 use group::Group;
@@ -95,15 +96,16 @@ pub(super) fn give_up_cpu_chunk(
 /// meanwhile (it is the device's now). The chunk goes back before its thread has stopped: the
 /// thread runs on the lowest priority's pool, under the idle scheduling policy, and on a busy
 /// host it may take a while to see the request. With no thread to be had, the chunk is computed
-/// here.
+/// here. Mapped bases are decoded first, on the same pool; a point that is not on the curve is
+/// the error, its message naming it.
 pub(super) fn cpu_chunk<G: GpuCurve>(
-    bases: &[G],
+    bases: Bases<'_, G>,
     scalars: &[ScalarRepr],
     range: Range<usize>,
     pool: Pool,
     mut between: impl FnMut(Duration) -> bool,
     give_up: impl FnOnce(),
-) -> Option<G::Curve> {
+) -> Result<Option<G::Curve>, String> {
     let started = Instant::now();
     let stop = AtomicBool::new(false);
     std::thread::scope(|inner| {
@@ -116,26 +118,30 @@ pub(super) fn cpu_chunk<G: GpuCurve>(
                     Instant::now() + crate::gpu::test_hooks::cpu_chunk_delay(range_ref.len(), pool);
                 while Instant::now() < slowed {
                     if stop_ref.load(Ordering::Relaxed) {
-                        let _ = done.send(None);
+                        let _ = done.send(Ok(None));
                         return;
                     }
                     std::thread::sleep(Duration::from_millis(1));
                 }
-                let part = multiexp_on_until(
-                    pool,
-                    &bases[range_ref.clone()],
-                    &scalars[range_ref],
-                    stop_ref,
-                );
-                let _ = done.send(part.unwrap_or_else(|_| Some(G::Curve::identity())));
+                let points =
+                    match multicore::install_on(pool, || bases.range(range_ref.clone()).points()) {
+                        Ok(points) => points,
+                        Err(message) => {
+                            let _ = done.send(Err(message));
+                            return;
+                        }
+                    };
+                let part = multiexp_on_until(pool, &points, &scalars[range_ref], stop_ref);
+                let _ = done.send(Ok(part.unwrap_or_else(|_| Some(G::Curve::identity()))));
             });
         let Ok(cpu) = cpu else {
-            return Some(cpu_part(bases, scalars, range, pool));
+            return cpu_part(bases, scalars, range, pool).map(Some);
         };
         let mut give_up = Some(give_up);
         loop {
             match result.recv_timeout(RETURN_STEP) {
-                Ok(part) => return if give_up.is_some() { part } else { None },
+                // Given up, the chunk is a device's: so is what its bases hold.
+                Ok(part) => return if give_up.is_some() { part } else { Ok(None) },
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                     if give_up.is_some() && between(started.elapsed()) {
                         stop.store(true, Ordering::Relaxed);
@@ -154,18 +160,20 @@ pub(super) fn cpu_chunk<G: GpuCurve>(
     })
 }
 
-/// One chunk on the CPU, on `pool`; the lengths were checked by the caller.
+/// One chunk on the CPU, on `pool` (mapped bases decoded there first: a point that is not on
+/// the curve is the error); the lengths were checked by the caller.
 pub(super) fn cpu_part<G: GpuCurve>(
-    bases: &[G],
+    bases: Bases<'_, G>,
     scalars: &[ScalarRepr],
     range: Range<usize>,
     pool: Pool,
-) -> G::Curve {
+) -> Result<G::Curve, String> {
     let never = AtomicBool::new(false);
-    multiexp_on_until(pool, &bases[range.clone()], &scalars[range], &never)
+    let points = multicore::install_on(pool, || bases.range(range.clone()).points())?;
+    Ok(multiexp_on_until(pool, &points, &scalars[range], &never)
         .ok()
         .flatten()
-        .unwrap_or_else(G::Curve::identity)
+        .unwrap_or_else(G::Curve::identity))
 }
 
 /// The pool of a CPU chunk of a prover at `priority`: the lowest level's on lower-priority
@@ -184,6 +192,7 @@ pub(crate) fn cpu_pool(priority: Priority, beside_devices: bool) -> Pool {
 #[cfg(test)]
 mod tests {
     use super::{cpu_chunk, cpu_part, cpu_pool, cpu_takes, give_up_cpu_chunk};
+    use crate::bases::Bases;
     use crate::multicore::Pool;
     use crate::multiexp::scalar_reprs;
     use crate::priority::Priority;
@@ -203,25 +212,26 @@ mod tests {
         let scalars = scalar_reprs(&(0..n).map(|_| Scalar::random(&mut rng)).collect::<Vec<_>>());
         let given_back = std::cell::Cell::new(0);
         let part = cpu_chunk(
-            &bases,
+            Bases::from(&bases),
             &scalars,
             0..n,
             Pool::Main,
             |_| true,
             || given_back.set(given_back.get() + 1),
         );
-        assert!(part.is_none(), "a chunk given up has no result");
+        assert_eq!(part, Ok(None), "a chunk given up has no result");
         assert_eq!(given_back.get(), 1, "put back once, when given up");
         // Not given up: the sum, and nothing put back.
         let part = cpu_chunk(
-            &bases[..64],
+            Bases::from(&bases[..64]),
             &scalars[..64],
             0..64,
             Pool::Main,
             |_| false,
             || given_back.set(given_back.get() + 1),
         );
-        assert_eq!(part, Some(cpu_part(&bases, &scalars, 0..64, Pool::Main)));
+        let whole = cpu_part(Bases::from(&bases), &scalars, 0..64, Pool::Main);
+        assert_eq!(part, whole.map(Some));
         assert_eq!(given_back.get(), 1);
     }
 

@@ -16,6 +16,7 @@
 use super::backend::{self, GpuDevice};
 use super::locks;
 use super::multiexp::GpuCurve;
+use crate::bases::Bases;
 use crate::config::Config;
 use crate::domain::QuotientSteps;
 use crate::multiexp::ScalarRepr;
@@ -111,13 +112,14 @@ impl GpuClaim {
         Some(GpuClaim { inner, watcher })
     }
 
-    /// `sum_i scalars[i] * bases[i]` in chunks over the held devices and the CPU.
+    /// `sum_i scalars[i] * bases[i]` in chunks over the held devices and the CPU; the error
+    /// names a mapped base that is not a point on the curve.
     pub(crate) fn multiexp<G: GpuCurve>(
         &mut self,
-        bases: &[G],
+        bases: Bases<'_, G>,
         scalars: &[ScalarRepr],
         chunk_terms: usize,
-    ) -> G::Curve {
+    ) -> Result<G::Curve, String> {
         self.inner.multiexp(bases, scalars, chunk_terms)
     }
 

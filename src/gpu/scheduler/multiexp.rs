@@ -8,6 +8,7 @@ use super::lock;
 use super::queue::{Flight, SplitMultiexp};
 use super::rates::learned;
 use super::LockedKernel;
+use crate::bases::Bases;
 use crate::gpu::backend::MIN_GPU_TERMS;
 use crate::gpu::multiexp::GpuCurve;
 use crate::multicore::Pool;
@@ -24,15 +25,16 @@ const CPU_IDLE_STEP: Duration = Duration::from_millis(1);
 
 impl ClaimInner {
     /// `sum_i scalars[i] * bases[i]` in chunks of `chunk_terms` over the held devices and the
-    /// CPU. The lengths must match (the caller checks).
+    /// CPU. The lengths must match (the caller checks). Mapped bases are decoded by each chunk's
+    /// worker (a device decodes its own); the error says which base is not a point on the curve.
     pub(super) fn multiexp<G: GpuCurve>(
         &self,
-        bases: &[G],
+        bases: Bases<'_, G>,
         scalars: &[ScalarRepr],
         chunk_terms: usize,
-    ) -> G::Curve {
+    ) -> Result<G::Curve, String> {
         let n = bases.len().min(scalars.len());
-        let (bases, scalars) = (&bases[..n], &scalars[..n]);
+        let (bases, scalars) = (bases.range(0..n), &scalars[..n]);
         let chunk = chunk_terms.max(1);
         if n < MIN_GPU_TERMS {
             let mut s = self.shared();
@@ -54,12 +56,16 @@ impl ClaimInner {
             queue,
             sum: Mutex::new(G::Curve::identity()),
             flight: Flight::default(),
+            invalid: Mutex::new(None),
         };
         let held = std::mem::take(&mut *lock(&self.idle));
         let kept = self.split(&work, held);
         lock(&self.idle).extend(kept);
         self.leftover_on_cpu(&work);
-        work.sum.into_inner().unwrap_or_else(|e| e.into_inner())
+        match work.invalid.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(message) => Err(message),
+            None => Ok(work.sum.into_inner().unwrap_or_else(|e| e.into_inner())),
+        }
     }
 
     /// The prover's loop over `work`: a worker for each device `held` and each device taken
@@ -165,6 +171,10 @@ impl ClaimInner {
                 given_up_at.set(Some(Instant::now()));
             },
         );
+        let part = match part {
+            Ok(part) => part,
+            Err(message) => return work.refuse(message),
+        };
         let mut s = self.shared();
         let Some(part) = part else {
             s.counts.cpu_chunks_given_up += 1;
@@ -215,7 +225,10 @@ impl ClaimInner {
                 range,
                 cpu_pool(self.priority, false),
             );
-            *lock(&work.sum) += part;
+            match part {
+                Ok(part) => *lock(&work.sum) += part,
+                Err(message) => work.refuse(message),
+            }
             untried += 1;
             self.shared().counts.cpu_chunks += 1;
         }

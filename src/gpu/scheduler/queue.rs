@@ -1,6 +1,7 @@
 //! One multiexp's queue of chunks, shared by the prover's thread (the CPU's share from the back)
 //! and the device workers (from the front), and the workers' calls in flight.
 
+use crate::bases::Bases;
 use crate::gpu::multiexp::GpuCurve;
 use crate::multiexp::ScalarRepr;
 use std::collections::VecDeque;
@@ -9,14 +10,25 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// One multiexp split between the devices and the CPU, shared by the prover's thread and the
-/// device workers: its terms, the chunks not yet taken, the sum of those done, and the workers'
-/// calls in flight.
+/// device workers: its terms, the chunks not yet taken, the sum of those done, the workers'
+/// calls in flight, and what is wrong with its bases if a chunk found a point that is not on
+/// the curve (mapped bases are decoded by each chunk's worker).
 pub(super) struct SplitMultiexp<'a, G: GpuCurve> {
-    pub(super) bases: &'a [G],
+    pub(super) bases: Bases<'a, G>,
     pub(super) scalars: &'a [ScalarRepr],
     pub(super) queue: Mutex<VecDeque<Range<usize>>>,
     pub(super) sum: Mutex<G::Curve>,
     pub(super) flight: Flight,
+    pub(super) invalid: Mutex<Option<String>>,
+}
+
+impl<G: GpuCurve> SplitMultiexp<'_, G> {
+    /// A chunk found a base that is not a point (`message` names it): the multiexp fails, so the
+    /// chunks still queued are dropped; the first message is kept.
+    pub(super) fn refuse(&self, message: String) {
+        super::lock(&self.queue).clear();
+        super::lock(&self.invalid).get_or_insert(message);
+    }
 }
 
 /// The device workers of one multiexp and the chunks their calls hold: what a worker's even

@@ -61,7 +61,7 @@ impl ClaimInner {
             let ends: Vec<usize> = run.iter().map(|c| c.end - range.start).collect();
             let started = Instant::now();
             let result = k.device.multiexp(
-                &bases[range.clone()],
+                bases.range(range.clone()),
                 &scalars[range.clone()],
                 &ends,
                 &|| k.should_yield(),
@@ -84,6 +84,12 @@ impl ClaimInner {
                 batch = self.learn_from_call(&key, batch, run.len(), range.len(), started);
                 continue;
             };
+            if let GpuError::InvalidBases(message) = e {
+                // Not the device's fault: the multiexp fails, and the device is kept.
+                work.refuse(message);
+                lock(&self.idle).push(k);
+                return None;
+            }
             let since = result.finished_at.unwrap_or(started);
             let left = self.put_back_unfinished(&k, queue, run, kept, &e, since);
             if let Some(smaller) = self.smaller_batch_after(&k, &key, left, &e) {
