@@ -1,13 +1,18 @@
 //! A query's bases as the prover reads them: points in memory, or their encodings in a mapped
-//! parameter file ([`crate::groth16::MappedParameters`]), decoded a window at a time.
+//! parameter file ([`crate::groth16::MappedParameters`]), decoded where they are used.
 //!
-//! A mapped query is never decoded whole: the prover walks it in windows of [`window_terms`]
-//! points (an eighth of the query, 48 to 384 MiB), decoding the next window on another thread
-//! while the current one's multiexp runs, and hands each window's file pages back to the kernel
-//! once decoded (`madvise(MADV_DONTNEED)`: the pages stay in the page cache, so the next proof
-//! reads them from memory, but they leave this process's resident set). A proof's resident
-//! memory for a mapped query is then about two decoded windows and two windows of file pages,
-//! whatever the file's size.
+//! A mapped query is never decoded whole, and its file pages are handed back to the kernel once
+//! read (`madvise(MADV_DONTNEED)`: the pages stay in the page cache, so the next proof reads them
+//! from memory, but they leave this process's resident set):
+//! - On the GPU path the query goes to the scheduler whole. A device's piece uploads the
+//!   encodings as they are, as many bytes as the points, and the device decodes them
+//!   (`gpu/cl/decode.cl`, with blst's checks): the host does no more work than for points in
+//!   memory. A CPU chunk decodes its own range ([`Bases::points`]).
+//! - On the CPU path ([`Bases::for_each_window`]) the prover walks the query in windows of
+//!   [`window_terms`] points (an eighth of the query, 48 to 384 MiB), decoding the next window on
+//!   another thread while the current one's multiexp runs. A proof's resident memory for a mapped
+//!   query is then about two decoded windows and two windows of file pages, whatever the file's
+//!   size.
 
 use crate::curve::CurveAffine;
 use crate::multicore;

@@ -27,9 +27,9 @@ pub const OPTIONS_ENV: &str = "PREEMPTIBLE_GROTH16_CL_OPTIONS";
 /// Replaces the default grace (10 ms), in milliseconds, for which a request lets a nearly
 /// finished multiexp piece finish (0: never; `gpu` feature, for experiments).
 pub const FINISH_GRACE_ENV: &str = "PREEMPTIBLE_GROTH16_FINISH_GRACE_MS";
-/// How many windows a mapped query is decoded and proved in (default 8; each window 48 to
-/// 384 MiB whatever this says; for experiments: fewer windows are fewer device calls and more
-/// host memory).
+/// On the CPU path, how many windows a mapped query is decoded and proved in (default 8; each
+/// window 48 to 384 MiB whatever this says; for experiments: fewer windows are fewer multiexps
+/// and more host memory). The GPU path decodes on the device and has no windows.
 pub const MAPPED_WINDOWS_ENV: &str = "PREEMPTIBLE_GROTH16_MAPPED_WINDOWS";
 /// The directory of the lock files (`gpu` feature; default: the temp directory).
 pub const LOCK_DIR_ENV: &str = "PREEMPTIBLE_GROTH16_LOCK_DIR";

@@ -3,8 +3,10 @@
 //!
 //! Opening reads the verifying key and the five queries' lengths (the file's length is checked
 //! against them before anything is mapped, so a truncated file is an error, never a `SIGBUS`),
-//! then maps the file. The prover decodes each query a window at a time ([`Bases`]); with
-//! `checked`, every point is checked once, at open, as [`Parameters::read`] checks it.
+//! then maps the file. The prover decodes each query a part at a time where the part is used
+//! ([`Bases`]): a device decodes the encodings it uploads, a CPU chunk its own range, the CPU
+//! backend a window at a time, each refusing a point off the curve; with `checked`, every point
+//! is also checked in full (in the subgroup too) once, at open, as [`Parameters::read`] checks it.
 
 use super::params::{
     check_shape, decode_block, io_error, Identity, ParameterSource, ReadError, VerifyingKey,
@@ -20,8 +22,9 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// Proving parameters in a mapped file, in the format of [`Parameters::write`]: the verifying
-/// key in memory, the queries decoded while proving, a window at a time, so that a proof holds
-/// a small part of them decoded (`docs/BENCHMARKS.md`, "Memory: mapped parameters").
+/// key in memory, the queries decoded while proving, a part at a time (on the GPU path by the
+/// device), so that a proof holds a small part of them decoded (`docs/BENCHMARKS.md`, "Memory:
+/// mapped parameters").
 ///
 /// The file must not change while it is mapped: truncating it makes the next read of a lost
 /// page end the process with `SIGBUS`, and rewriting it in place gives other points (decoding
