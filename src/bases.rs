@@ -506,6 +506,35 @@ mod tests {
     }
 
     #[test]
+    fn a_range_of_a_mapped_section_is_its_points_encodings_and_errors() {
+        let (points, _) = random::<G1Projective>(20, 4);
+        let mut points: Vec<G1Affine> = points.iter().map(|p| p.to_affine()).collect();
+        points[3] = G1Affine::from(G1Projective::identity());
+        let file = mapped("range", 5, &points);
+        let bases = Bases::<G1Affine>::mapped(&file, 5, 20, "a");
+        let part = bases.range(6..15);
+        assert_eq!(part.len(), 9);
+        assert_eq!(&*part.points().unwrap(), &points[6..15]);
+        let bytes: Vec<u8> = points[6..15]
+            .iter()
+            .flat_map(|p| p.to_uncompressed().as_ref().to_vec())
+            .collect();
+        assert_eq!(part.encodings().unwrap(), &bytes[..]);
+        // Errors name the point by its index in the section, not in the range.
+        assert!(part.invalid_point_message(2).starts_with("a[8] "));
+        assert!(part
+            .range(1..3)
+            .invalid_point_message(1)
+            .starts_with("a[8] "));
+        assert_eq!(&*bases.range(0..5).points().unwrap(), &points[..5]);
+        // Points in memory: the same slice, no encodings.
+        let in_memory = Bases::from(&points).range(6..15);
+        assert_eq!(in_memory.as_slice().unwrap(), &points[6..15]);
+        assert!(in_memory.encodings().is_none());
+        assert_eq!(&*in_memory.points().unwrap(), &points[6..15]);
+    }
+
+    #[test]
     fn mapped_g2_points_decode_too() {
         let (points, _) = random::<G2Projective>(9, 2);
         let points: Vec<G2Affine> = points.iter().map(|p| p.to_affine()).collect();
