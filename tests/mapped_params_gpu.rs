@@ -9,7 +9,6 @@ mod circuits;
 use circuits::Squares;
 use preemptible_groth16::gpu::fake::FAKE_GPUS_ENV;
 use preemptible_groth16::gpu::locks::LOCK_DIR_ENV;
-use group::UncompressedEncoding;
 use preemptible_groth16::groth16::{
     create_proof_with_options, generate_random_parameters, prepare_verifying_key, verify_proof,
     MappedParameters, ParameterSource, ProveOptions,
