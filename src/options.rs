@@ -221,6 +221,9 @@ pub struct ProofReport {
     /// Multiexp pieces finished on a device after a higher priority had asked for it, because
     /// little of them was left: the request waited for them rather than have them thrown away.
     pub pieces_finished_on_request: u64,
+    /// Bytes of multiexp bases that went up to devices (calls stopped early included): the
+    /// parameters' query points, or their encodings for a mapped file.
+    pub bases_uploaded_bytes: u64,
 }
 
 impl ProofReport {
@@ -267,6 +270,7 @@ impl ProofReport {
             cpu_chunks_given_up,
             device_work_lost,
             pieces_finished_on_request,
+            bases_uploaded_bytes,
         } = part;
         for (device, chunks) in gpu_chunks {
             self.add_gpu_chunks(&device, chunks);
@@ -293,6 +297,7 @@ impl ProofReport {
         self.cpu_chunks_given_up += cpu_chunks_given_up;
         self.device_work_lost += device_work_lost;
         self.pieces_finished_on_request += pieces_finished_on_request;
+        self.bases_uploaded_bytes += bases_uploaded_bytes;
     }
 
     /// Chunks computed on any GPU.

@@ -46,6 +46,7 @@ struct ReportJson {
     cpu_chunks_given_up: u64,
     device_work_lost_ms: f64,
     pieces_finished_on_request: u64,
+    bases_uploaded_bytes: u64,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -85,6 +86,7 @@ impl From<&ProofReport> for ReportJson {
             cpu_chunks_given_up,
             device_work_lost,
             pieces_finished_on_request,
+            bases_uploaded_bytes,
         } = r.clone();
         ReportJson {
             priority,
@@ -115,6 +117,7 @@ impl From<&ProofReport> for ReportJson {
             cpu_chunks_given_up,
             device_work_lost_ms: ms(device_work_lost),
             pieces_finished_on_request,
+            bases_uploaded_bytes,
         }
     }
 }

@@ -434,12 +434,14 @@ fn mapped_bases_are_decoded_on_the_device_as_blst_decodes_them() {
         let scalars: Vec<Scalar> = (0..n as u64).map(|i| Scalar::from(i * i + 7)).collect();
         let reprs = scalar_reprs(&scalars);
         let ends: Vec<usize> = (1..=n.div_ceil(100)).map(|i| (i * 100).min(n)).collect();
-        let gpu = k
-            .multiexp_in_pieces(mapped, &reprs, &ends, &|| false)
-            .into_result();
-        match (decoded, gpu) {
+        let sums = k.multiexp_in_pieces(mapped, &reprs, &ends, &|| false);
+        let uploaded = sums.bases_uploaded;
+        match (decoded, sums.into_result()) {
             (Some(points), Ok(sum)) => {
-                assert_eq!(sum, multiexp(&points, &reprs).unwrap(), "{case}")
+                assert_eq!(sum, multiexp(&points, &reprs).unwrap(), "{case}");
+                // Each encoding went up once, as many bytes as the point.
+                let size = std::mem::size_of::<G>() as u64;
+                assert_eq!(uploaded, n as u64 * size, "{case}");
             }
             (None, Err(GpuError::InvalidBases(message))) => {
                 assert!(

@@ -47,6 +47,13 @@ fn a_mapped_proof_on_a_fake_device_equals_the_one_from_memory() {
     .unwrap());
     let on_device: u64 = report.gpu_chunks.iter().map(|(_, n)| n).sum();
     assert!(on_device > 0, "no chunk on the device: {report:?}");
+    // Nothing preempted the device: each base went up at most once.
+    let uploaded = report.bases_uploaded_bytes;
+    assert!(
+        uploaded > 0 && uploaded < bytes.len() as u64,
+        "{uploaded} bytes of bases uploaded from a file of {}",
+        bytes.len()
+    );
 
     // A point of the L query off the curve: the proof fails, naming it, wherever its chunk ran
     // (a device decodes its chunks' bases itself, the CPU its own).

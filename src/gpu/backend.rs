@@ -82,6 +82,7 @@ impl GpuDevice {
             stopped: pieces.stopped,
             finished_at: pieces.finished_at,
             finished_on_request: pieces.finished_on_request,
+            bases_uploaded: pieces.bases_uploaded,
         }
     }
 

@@ -8,7 +8,7 @@ use super::buffer::DeviceMemory;
 use super::engine::Engine;
 use super::error::GpuError;
 use super::multiexp::{finish_grace, piece_ranges, worth_finishing, AnyBases, AnySums, PieceSums};
-use crate::bases::Bases;
+use crate::bases::{encoded_size, Bases};
 use crate::domain::{to_coset, QuotientInput, QuotientSteps};
 use crate::multiexp::{multiexp_serial, scalar_reprs, CurveAffine, ScalarRepr};
 use blstrs::Scalar;
@@ -225,6 +225,8 @@ impl FakeDevice {
                     return out;
                 }
             };
+            // A device uploads a piece's bases before its sums.
+            out.bases_uploaded += (b.len() * encoded_size::<G>()) as u64;
             match self.multiexp_piece(&b, s, interrupt) {
                 Ok((sum, on_request)) => {
                     out.sum += sum;

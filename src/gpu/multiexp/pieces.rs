@@ -11,7 +11,7 @@ use crate::gpu::program::BuiltProgram;
 use crate::gpu::staging::Staging;
 use crate::multiexp::ScalarRepr;
 use group::Group;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 /// What a call over pieces computed ([`MultiexpKernel::multiexp_in_pieces`]).
@@ -29,6 +29,8 @@ pub struct PieceSums<C> {
     /// Pieces finished after a higher priority had asked for the device, as little of them was
     /// left (see `finish.rs`); pieces, also where `done` counts chunks.
     pub finished_on_request: usize,
+    /// Bytes of bases that went up to the device in the call (pieces not summed included).
+    pub bases_uploaded: u64,
 }
 
 impl<C: Group> PieceSums<C> {
@@ -40,6 +42,7 @@ impl<C: Group> PieceSums<C> {
             stopped: None,
             finished_at: None,
             finished_on_request: 0,
+            bases_uploaded: 0,
         }
     }
 
@@ -58,6 +61,13 @@ impl<C: Group> PieceSums<C> {
             None => Ok(self.sum),
             Some(e) => Err(e),
         }
+    }
+}
+
+/// Adds the bytes of an upload that went up to `total`.
+fn count_upload(up: &Result<TrackedBuffer<'_>, GpuError>, total: &AtomicU64) {
+    if let Ok(buffer) = up {
+        total.fetch_add(4 * buffer.len() as u64, Ordering::Relaxed);
     }
 }
 
@@ -98,6 +108,7 @@ impl MultiexpKernel {
         let (credit, credits) = std::sync::mpsc::channel::<()>();
         let (scalars_sent, scalars_in) = std::sync::mpsc::channel();
         let (bases_sent, bases_in) = std::sync::mpsc::channel();
+        let bases_uploaded = AtomicU64::new(0);
         std::thread::scope(|scope| {
             let uploader = std::thread::Builder::new()
                 .name("gpu-upload".into())
@@ -111,6 +122,7 @@ impl MultiexpKernel {
                         scalars_sent,
                         bases_sent,
                         &stop,
+                        &bases_uploaded,
                     )
                 });
             let uploader = match uploader {
@@ -172,6 +184,7 @@ impl MultiexpKernel {
                 }
             }
         });
+        out.bases_uploaded = bases_uploaded.into_inner();
         out
     }
 
@@ -193,6 +206,7 @@ impl MultiexpKernel {
         scalars_sent: std::sync::mpsc::Sender<Result<TrackedBuffer<'k>, GpuError>>,
         bases_sent: std::sync::mpsc::Sender<Result<TrackedBuffer<'k>, GpuError>>,
         stop: &AtomicBool,
+        bases_uploaded: &AtomicU64,
     ) -> Option<GpuError> {
         let stopped = || stop.load(Ordering::Relaxed);
         // The device error of an upload, if any (an interruption is not one).
@@ -219,6 +233,7 @@ impl MultiexpKernel {
                             (ended, error)
                         });
                     let bases_up = self.upload_bases(built, piece_bases, &stopped);
+                    count_upload(&bases_up, bases_uploaded);
                     let scalars_end = match on_main {
                         Ok(handle) => handle.join().unwrap_or_else(|_| {
                             (
@@ -243,10 +258,9 @@ impl MultiexpKernel {
                 if scalars_sent.send(up).is_err() || failed {
                     return error;
                 }
-                (
-                    (false, None),
-                    self.upload_bases(built, piece_bases, &stopped),
-                )
+                let bases_up = self.upload_bases(built, piece_bases, &stopped);
+                count_upload(&bases_up, bases_uploaded);
+                ((false, None), bases_up)
             };
             let (scalars_ended, scalars_error) = scalars_error;
             let error = scalars_error.or_else(|| device_error(&bases_up));

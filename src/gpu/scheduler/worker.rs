@@ -67,6 +67,7 @@ impl ClaimInner {
                 &|| k.should_yield(),
             );
             flight.chunks.fetch_sub(run.len(), Ordering::Relaxed);
+            self.shared().counts.bases_uploaded_bytes += result.bases_uploaded;
             // The chunks of the pieces the device finished are in the sum, whatever stopped it
             // after them.
             let kept = result.done.min(run.len());
