@@ -139,6 +139,7 @@ mod tests {
             total_chunks: 6,
             handover: Some(Duration::from_micros(2500)),
             peak_device_bytes: 4096,
+            bases_uploaded_bytes: 1 << 30,
             ..ProofReport::default()
         };
         r.add_gpu_chunks("pci-0000:00:06.0", 3);
@@ -162,8 +163,9 @@ mod tests {
         assert_eq!(v["peak_device_bytes"], 4096);
         assert_eq!(v["fft_on_gpu"], false);
         assert_eq!(v["device_work_lost_ms"], 0.0);
+        assert_eq!(v["bases_uploaded_bytes"], 1u64 << 30);
         // One key per field of the report, `gpu_chunks` twice (the sum and by device).
-        assert_eq!(v.as_object().unwrap().len(), 28);
+        assert_eq!(v.as_object().unwrap().len(), 29);
     }
 
     #[test]
