@@ -1,13 +1,14 @@
 //! A query's bases as the prover reads them: points in memory, or their encodings in a mapped
 //! parameter file ([`crate::groth16::MappedParameters`]), decoded where they are used.
 //!
-//! A mapped query is never decoded whole, and its file pages are handed back to the kernel once
-//! read (`madvise(MADV_DONTNEED)`: the pages stay in the page cache, so the next proof reads them
-//! from memory, but they leave this process's resident set):
+//! A mapped query is never decoded whole, and what is read through the mapping is handed back
+//! to the kernel once read (`madvise(MADV_DONTNEED)`: the pages stay in the page cache, so the
+//! next proof reads them from memory, but they leave this process's resident set):
 //! - On the GPU path the query goes to the scheduler whole. A device's piece uploads the
-//!   encodings as they are, as many bytes as the points, and the device decodes them
-//!   (`gpu/cl/decode.cl`, with blst's checks): the host does no more work than for points in
-//!   memory. A CPU chunk decodes its own range ([`Bases::points`]).
+//!   encodings as they are, as many bytes as the points, read from the file (`pread`, from the
+//!   page cache, mapping no page: [`MappedFile::read_at`]), and the device decodes them
+//!   (`gpu/cl/decode.cl`, with blst's checks): the host does about the work of copying points in
+//!   memory. A CPU chunk decodes its own range through the mapping ([`Bases::points`]).
 //! - On the CPU path ([`Bases::for_each_window`]) the prover walks the query in windows of
 //!   [`window_terms`] points (an eighth of the query, 48 to 384 MiB), decoding the next window on
 //!   another thread while the current one's multiexp runs. A proof's resident memory for a mapped
@@ -54,12 +55,15 @@ pub(crate) fn window_terms(len: usize, size: usize, windows: usize) -> usize {
 /// A parameter file mapped read-only into memory.
 ///
 /// The file must not change while it is mapped. A file truncated under the mapping makes the
-/// kernel raise `SIGBUS` on the next read of a lost page, which ends the process; a file
+/// kernel raise `SIGBUS` on the next read of a lost page through the mapping, which ends the
+/// process (reads with [`MappedFile::read_at`] get an error instead); a file
 /// rewritten in place gives other points, which decoding rejects when they are not valid
 /// encodings and which otherwise make proofs that do not verify. Replace a parameter file by
 /// writing a new one and renaming it over the old: a mapping keeps the file it was made from.
 pub(crate) struct MappedFile {
     map: memmap2::Mmap,
+    /// The same file, for reads that do not go through the mapping ([`MappedFile::read_at`]).
+    file: File,
 }
 
 impl MappedFile {
@@ -80,7 +84,32 @@ impl MappedFile {
         // the one case left, documented on this type.
         #[allow(unsafe_code)]
         let map = unsafe { options.map(file)? };
-        Ok(MappedFile { map })
+        Ok(MappedFile {
+            map,
+            file: file.try_clone()?,
+        })
+    }
+
+    /// Fills `out` with the file's bytes from `offset` on, read (`pread`) rather than through
+    /// the mapping: they come from the page cache without mapping pages into this process, so
+    /// there is no page fault a page and nothing to give back afterwards (the device's uploads
+    /// read so; re-mapping released pages cost a mapped 2^24 proof about 0.2 s of an H100 host's
+    /// upload time, docs/BENCHMARKS.md). A file cut shorter under the mapping is an error here.
+    pub(crate) fn read_at(&self, offset: usize, out: &mut [u8]) -> io::Result<()> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileExt;
+            self.file.read_exact_at(out, offset as u64)
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = &self.file;
+            let bytes = self.map.get(offset..offset + out.len()).ok_or_else(|| {
+                io::Error::new(io::ErrorKind::UnexpectedEof, "read past the mapping")
+            })?;
+            out.copy_from_slice(bytes);
+            Ok(())
+        }
     }
 
     /// The mapped bytes.
@@ -251,14 +280,32 @@ impl<'a, G: CurveAffine + UncompressedEncoding> Bases<'a, G> {
         }
     }
 
-    /// Hands a mapped section's file pages back to the kernel ([`MappedFile::release`]), once
-    /// read; nothing for points in memory.
+    /// Reads the encodings of `points` (a range of these, inside `0..self.len()`) into `out`,
+    /// `points.len()` times the encoding's size, from the file rather than through the mapping
+    /// ([`MappedFile::read_at`]); the error names the section. Points in memory have no
+    /// encodings to read: an error.
     #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
-    pub(crate) fn release_pages(&self) {
-        if let Repr::Encoded(e) = self.repr {
-            e.file
-                .release(e.start..e.start + e.len * encoded_size::<G>());
-        }
+    pub(crate) fn read_encodings(&self, points: Range<usize>, out: &mut [u8]) -> io::Result<()> {
+        let Repr::Encoded(e) = self.repr else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "points in memory have no encodings",
+            ));
+        };
+        let size = encoded_size::<G>();
+        e.file
+            .read_at(e.start + points.start * size, out)
+            .map_err(|error| {
+                io::Error::new(
+                    error.kind(),
+                    format!(
+                        "{}[{}..{}] could not be read from the mapped parameter file: {error}",
+                        e.section,
+                        e.first + points.start,
+                        e.first + points.end
+                    ),
+                )
+            })
     }
 
     /// What is wrong with point `index` of these, whose encoding is not a point on the curve

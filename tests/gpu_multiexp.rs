@@ -524,6 +524,27 @@ fn mapped_bases_are_decoded_on_the_device_as_blst_decodes_them() {
     let compressed = flags(h_i, 0x80);
     let mapped = mapped_with(h_i, &compressed);
     check(&k, mapped.h(), None, i, "h", "compressed flag");
+
+    // The file cut short under the mapping, at h[i]: the device's uploads read the file rather
+    // than the mapping, so the call fails naming the points it could not read (no SIGBUS).
+    let mapped = mapped_with(h_i, h_i);
+    let at = file.windows(96).position(|w| w == h_i).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("params"))
+        .unwrap()
+        .set_len(at as u64)
+        .unwrap();
+    let n = h.len();
+    let reprs = scalar_reprs(&vec![Scalar::ONE; n]);
+    let sums = k.multiexp_in_pieces(mapped.h(), &reprs, &[n / 2, n], &|| false);
+    match sums.stopped {
+        Some(GpuError::InvalidBases(message)) => {
+            assert!(message.contains("could not be read"), "{message}");
+            assert!(message.contains("h["), "{message}");
+        }
+        other => panic!("a cut file: {other:?}"),
+    }
 }
 
 /// The identity's uncompressed encoding: the infinity flag, every other bit 0.
