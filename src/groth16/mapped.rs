@@ -29,9 +29,9 @@ use std::path::{Path, PathBuf};
 /// The file must not change while it is mapped: truncating it makes the next read of a lost
 /// page through the mapping (the CPU's decoding) end the process with `SIGBUS` (a device's
 /// upload, which reads the file, fails with an error), and rewriting it in place gives other
-/// points (decoding
-/// rejects those off the curve; others make proofs that fail verification). Replace a file by
-/// renaming a new one over it; an open `MappedParameters` keeps reading the old one.
+/// points (decoding rejects those off the curve; others make proofs that fail verification).
+/// Replace a file by renaming a new one over it; an open `MappedParameters` keeps reading the
+/// old one.
 ///
 /// [`Parameters::write`]: super::Parameters::write
 #[derive(Debug)]
