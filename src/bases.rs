@@ -93,8 +93,9 @@ impl MappedFile {
     /// Fills `out` with the file's bytes from `offset` on, read (`pread`) rather than through
     /// the mapping: they come from the page cache without mapping pages into this process, so
     /// there is no page fault a page and nothing to give back afterwards (the device's uploads
-    /// read so; re-mapping released pages cost a mapped 2^24 proof about 0.2 s of an H100 host's
-    /// upload time, docs/BENCHMARKS.md). A file cut shorter under the mapping is an error here.
+    /// read so, straight into the staging memory: faster than copying through the mapping with
+    /// its pages released, docs/BENCHMARKS.md). A file cut shorter under the mapping is an error
+    /// here.
     pub(crate) fn read_at(&self, offset: usize, out: &mut [u8]) -> io::Result<()> {
         #[cfg(unix)]
         {

@@ -61,11 +61,6 @@ pub trait GpuCurve: CurveAffine + UncompressedEncoding {
     /// blst's form and the device's), zeros for the identity, straight into `out` (the staging
     /// memory: no intermediate vector, as this runs for every base of every call).
     fn write_coords(&self, out: &mut [u32]);
-    /// Writes the point encoded (uncompressed) in `encoding` as the device decodes it
-    /// (`cl/decode.cl`): each coordinate's integer in `FQ_LIMBS` little-endian limbs, in the
-    /// order of [`GpuCurve::write_coords`], the encoding's three flag bits left in the top limb of
-    /// the first coordinate written of x; nothing is checked here.
-    fn write_encoded_coords(encoding: &[u8], out: &mut [u32]);
     /// `bases` as [`AnyBases`].
     fn any_bases(bases: Bases<'_, Self>) -> AnyBases<'_>;
     /// The sums of this group in `sums` (an engine that answers in the other group is faulty:
@@ -75,13 +70,6 @@ pub trait GpuCurve: CurveAffine + UncompressedEncoding {
     /// 2^384, blst's own), each below P (the caller checks); `z = 0` is the identity. A point
     /// off the curve (a faulty device) is an error.
     fn from_jacobian(limbs: &[u32]) -> Result<Self::Curve, GpuError>;
-}
-
-/// The 48 big-endian bytes of an `Fq` encoding as `FQ_LIMBS` little-endian 32-bit limbs.
-fn fq_limbs_from_be(bytes: &[u8], out: &mut [u32]) {
-    for (limb, word) in out.iter_mut().zip(bytes.chunks_exact(4).rev()) {
-        *limb = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
-    }
 }
 
 /// Reads `FQ_LIMBS` little-endian 32-bit limbs into blst's six 64-bit ones.
@@ -133,13 +121,6 @@ impl GpuCurve for G1Affine {
         write_limbs(&raw.y.l, y);
     }
 
-    /// x then y, each 48 bytes.
-    fn write_encoded_coords(encoding: &[u8], out: &mut [u32]) {
-        let (x, y) = out.split_at_mut(FQ_LIMBS);
-        fq_limbs_from_be(&encoding[..48], x);
-        fq_limbs_from_be(&encoding[48..96], y);
-    }
-
     fn from_jacobian(limbs: &[u32]) -> Result<G1Projective, GpuError> {
         let mut point = G1Projective::identity();
         let raw: &mut blst::blst_p1 = point.as_mut();
@@ -180,14 +161,6 @@ impl GpuCurve for G2Affine {
             .zip(out.chunks_exact_mut(FQ_LIMBS))
         {
             write_limbs(&fp.l, part);
-        }
-    }
-
-    /// The encoding is x.c1, x.c0, y.c1, y.c0, 48 bytes each (the flags in x.c1's first byte);
-    /// the device's order is c0 then c1.
-    fn write_encoded_coords(encoding: &[u8], out: &mut [u32]) {
-        for (part, from) in out.chunks_exact_mut(FQ_LIMBS).zip([48, 0, 144, 96]) {
-            fq_limbs_from_be(&encoding[from..from + 48], part);
         }
     }
 

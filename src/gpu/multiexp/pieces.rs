@@ -4,7 +4,7 @@
 
 use super::launch::{kernel_builder, launch, read_u32s};
 use super::{GpuCurve, MultiexpKernel};
-use crate::bases::{encoded_size, Bases};
+use crate::bases::Bases;
 use crate::gpu::buffer::{write_limbs, TrackedBuffer};
 use crate::gpu::error::GpuError;
 use crate::gpu::program::BuiltProgram;
@@ -64,10 +64,13 @@ impl<C: Group> PieceSums<C> {
     }
 }
 
-/// Points of a mapped piece read from the file at once by a staging fill thread (96 KiB in G1,
-/// 192 KiB in G2: few system calls, and the block stays in the core's cache while its bytes are
-/// reordered into the staging memory).
-const READ_BLOCK_POINTS: usize = 1024;
+/// `words` as their bytes, for a file read straight into the staging memory.
+#[allow(unsafe_code)]
+fn as_bytes(words: &mut [u32]) -> &mut [u8] {
+    // SAFETY: the byte view covers exactly the memory of `words`, which it borrows mutably for
+    // its whole life; `u8` has no alignment to keep, and every byte pattern is a valid `u32`.
+    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 4) }
+}
 
 /// Adds the bytes of an upload that went up to `total`.
 fn count_upload(up: &Result<TrackedBuffer<'_>, GpuError>, total: &AtomicU64) {
@@ -315,8 +318,8 @@ impl MultiexpKernel {
     /// `bases` in a new device buffer, through the transfer queue's staging memory. Bases mapped
     /// from a parameter file go up as their encodings (as many bytes as the points) and are
     /// decoded on the device ([`MultiexpKernel::decode_on_device`]): the host reads them from the
-    /// file in blocks of [`READ_BLOCK_POINTS`] (not through the mapping: no page faults) and
-    /// reorders their bytes into limbs, about the work of copying points in memory.
+    /// file straight into the staging memory (not through the mapping: no page faults), one copy
+    /// made by the kernel, and the device puts their bytes in order.
     fn upload_bases<G: GpuCurve>(
         &self,
         built: &BuiltProgram,
@@ -332,7 +335,6 @@ impl MultiexpKernel {
             ));
         }
         let (points, encodings) = (bases.as_slice(), bases.encodings());
-        let size = encoded_size::<G>();
         // The first read error of the fill threads; the upload then fails naming the points.
         let read_error: std::sync::Mutex<Option<std::io::Error>> = std::sync::Mutex::new(None);
         built.with_transfer_staging(|staging| {
@@ -343,32 +345,16 @@ impl MultiexpKernel {
                 affine_limbs,
                 &|start, out| {
                     let first = start / affine_limbs;
-                    let slots = out.chunks_exact_mut(affine_limbs);
                     if let Some(points) = points {
-                        for (slot, b) in slots.zip(&points[first..]) {
+                        for (slot, b) in out.chunks_exact_mut(affine_limbs).zip(&points[first..]) {
                             b.write_coords(slot);
                         }
                     } else if encodings.is_some() {
                         let count = out.len() / affine_limbs;
-                        let mut block = vec![0u8; READ_BLOCK_POINTS.min(count) * size];
-                        for (i, slots) in
-                            out.chunks_mut(READ_BLOCK_POINTS * affine_limbs).enumerate()
-                        {
-                            let from = first + i * READ_BLOCK_POINTS;
-                            let bytes = &mut block[..slots.len() / affine_limbs * size];
-                            let read = bases.read_encodings(from..from + bytes.len() / size, bytes);
-                            if let Err(e) = read {
-                                let mut first_error =
-                                    read_error.lock().unwrap_or_else(|e| e.into_inner());
-                                first_error.get_or_insert(e);
-                                return;
-                            }
-                            for (slot, e) in slots
-                                .chunks_exact_mut(affine_limbs)
-                                .zip(bytes.chunks_exact(size))
-                            {
-                                G::write_encoded_coords(e, slot);
-                            }
+                        if let Err(e) = bases.read_encodings(first..first + count, as_bytes(out)) {
+                            let mut first_error =
+                                read_error.lock().unwrap_or_else(|e| e.into_inner());
+                            first_error.get_or_insert(e);
                         }
                     }
                 },
