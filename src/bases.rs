@@ -256,18 +256,6 @@ impl<'a, G: CurveAffine + UncompressedEncoding> Bases<'a, G> {
         Bases { repr }
     }
 
-    /// A mapped section's bytes: `len()` uncompressed encodings, one after the other (for a
-    /// device that decodes them itself); `None` for points in memory.
-    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
-    pub(crate) fn encodings(&self) -> Option<&'a [u8]> {
-        match self.repr {
-            Repr::Decoded(_) => None,
-            Repr::Encoded(e) => {
-                Some(&e.file.bytes()[e.start..e.start + e.len * encoded_size::<G>()])
-            }
-        }
-    }
-
     /// The points, decoded if mapped (on the pool of the calling thread, if it is one of the
     /// crate's: [`multicore::install`]), the file's pages released after; or what is wrong with
     /// the first that is not a point on the curve ([`invalid_bases`] makes it an error).
@@ -567,7 +555,9 @@ mod tests {
             .iter()
             .flat_map(|p| p.to_uncompressed().as_ref().to_vec())
             .collect();
-        assert_eq!(part.encodings().unwrap(), &bytes[..]);
+        let mut read = vec![0u8; bytes.len()];
+        part.read_encodings(0..9, &mut read).unwrap();
+        assert_eq!(read, bytes);
         // Errors name the point by its index in the section, not in the range.
         assert!(part.invalid_point_message(2).starts_with("a[8] "));
         assert!(part
@@ -578,7 +568,7 @@ mod tests {
         // Points in memory: the same slice, no encodings.
         let in_memory = Bases::from(&points).range(6..15);
         assert_eq!(in_memory.as_slice().unwrap(), &points[6..15]);
-        assert!(in_memory.encodings().is_none());
+        assert!(in_memory.read_encodings(0..1, &mut [0u8; 96]).is_err());
         assert_eq!(&*in_memory.points().unwrap(), &points[6..15]);
     }
 

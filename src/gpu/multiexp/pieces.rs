@@ -334,7 +334,8 @@ impl MultiexpKernel {
                 "injected failure of the bases' upload".into(),
             ));
         }
-        let (points, encodings) = (bases.as_slice(), bases.encodings());
+        // Points in memory, or else a mapped file's encodings.
+        let points = bases.as_slice();
         // The first read error of the fill threads; the upload then fails naming the points.
         let read_error: std::sync::Mutex<Option<std::io::Error>> = std::sync::Mutex::new(None);
         built.with_transfer_staging(|staging| {
@@ -349,7 +350,7 @@ impl MultiexpKernel {
                         for (slot, b) in out.chunks_exact_mut(affine_limbs).zip(&points[first..]) {
                             b.write_coords(slot);
                         }
-                    } else if encodings.is_some() {
+                    } else {
                         let count = out.len() / affine_limbs;
                         if let Err(e) = bases.read_encodings(first..first + count, as_bytes(out)) {
                             let mut first_error =
@@ -364,7 +365,7 @@ impl MultiexpKernel {
         if let Some(e) = read_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
             return Err(GpuError::InvalidBases(e.to_string()));
         }
-        if encodings.is_some() {
+        if points.is_none() {
             self.decode_on_device(built, &buffer, bases)?;
         }
         Ok(buffer)
