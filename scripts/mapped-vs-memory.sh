@@ -7,7 +7,7 @@
 #   SIZES="22 24" ROUNDS=2 PROOFS=3 PROVER_BIN=.bench/prover scripts/mapped-vs-memory.sh
 #
 # The parameters are cached in params-cache/ first (one proof, not counted). OUT_MD (default
-# target/mapped-vs-memory.md) gets the table too.
+# target/mapped-vs-memory.md) gets the table too; RUNS_DIR, if set, keeps each process's JSON lines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZES=${SIZES:-22}
@@ -19,7 +19,8 @@ if [ -z "${PROVER_BIN:-}" ]; then
     PROVER_BIN=target/release/examples/prover
 fi
 mkdir -p target
-runs=$(mktemp -d)
+runs=${RUNS_DIR:-$(mktemp -d)}
+mkdir -p "$runs"
 for k in $SIZES; do
     "$PROVER_BIN" --log2-constraints "$k" --proofs 1 >&2
     for r in $(seq "$ROUNDS"); do
@@ -53,4 +54,4 @@ for k in sizes:
     print(f"| 2^{k} | {span(mem)} | {span(mapped)} | {ratio:.3f}x | {firsts} |")
 PY
 cat "$OUT_MD"
-rm -rf "$runs"
+[ -n "${RUNS_DIR:-}" ] || rm -rf "$runs"
