@@ -64,7 +64,16 @@ pub(crate) trait ProofBackend {
     /// The pool that makes the next multiexp's scalars beside a running one.
     fn scalar_pool(&self) -> Pool;
 
-    /// Releases what the backend holds and adds its counters to `report`.
+    /// Before a later proof of a batch on this backend: takes what it can of what it let go
+    /// (the GPU's devices a higher priority took, or that were free).
+    fn next_proof(&mut self) {}
+
+    /// Adds the counters of the proof just done to `report`; the backend keeps what it holds
+    /// for the batch's next proof.
+    fn proof_done(&mut self, report: &mut ProofReport);
+
+    /// Releases what the backend holds and adds the counters of that to `report` (the batch's
+    /// last).
     fn finish(self, report: &mut ProofReport);
 }
 
@@ -139,6 +148,10 @@ impl ProofBackend for CpuBackend {
 
     fn scalar_pool(&self) -> Pool {
         Pool::Main
+    }
+
+    fn proof_done(&mut self, report: &mut ProofReport) {
+        report.absorb(std::mem::take(&mut self.counts));
     }
 
     fn finish(self, report: &mut ProofReport) {

@@ -217,6 +217,17 @@ impl<'a, G> Bases<'a, G> {
             Repr::Encoded(_) => None,
         }
     }
+
+    /// Where point 0 of these lies: its address in memory, or its encoding's in the mapping. With
+    /// the length, what tells a query from another while its parameters are borrowed (bases a
+    /// device keeps between the proofs of a batch).
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+    pub(crate) fn address(&self) -> usize {
+        match self.repr {
+            Repr::Decoded(points) => points.as_ptr() as usize,
+            Repr::Encoded(e) => e.file.bytes().as_ptr() as usize + e.start,
+        }
+    }
 }
 
 impl<'a, G: CurveAffine + UncompressedEncoding> Bases<'a, G> {
@@ -240,9 +251,9 @@ impl<'a, G: CurveAffine + UncompressedEncoding> Bases<'a, G> {
         }
     }
 
-    /// The points of `range` (inside `0..self.len()`), in memory or mapped as these are.
-    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
-    pub(crate) fn range(&self, range: Range<usize>) -> Self {
+    /// The points of `range`, in memory or mapped as these are. Panics if `range` is not inside
+    /// `0..self.len()`, as slicing does.
+    pub fn range(&self, range: Range<usize>) -> Self {
         debug_assert!(range.start <= range.end && range.end <= self.len());
         let repr = match self.repr {
             Repr::Decoded(points) => Repr::Decoded(&points[range]),

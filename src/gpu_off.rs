@@ -57,6 +57,7 @@ impl GpuBackend {
     pub(crate) fn claim(
         _options: &crate::options::ProveOptions,
         _domain_size: usize,
+        _batch: bool,
     ) -> Option<GpuBackend> {
         None
     }
@@ -108,6 +109,9 @@ mod backend_impl {
             match *self {}
         }
         fn scalar_pool(&self) -> Pool {
+            match *self {}
+        }
+        fn proof_done(&mut self, _: &mut ProofReport) {
             match *self {}
         }
         fn finish(self, _: &mut ProofReport) {

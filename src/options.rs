@@ -49,6 +49,14 @@ pub struct ProveOptions {
     /// eight and at most the batch's size (two where the available memory cannot be read, off
     /// Linux).
     pub witnesses_ahead: Option<usize>,
+    /// In a batch of several circuits, keep each query's bases on the devices the batch holds
+    /// between its proofs, so that they go up once per batch rather than once per proof (a
+    /// mapped file's are then also read and decoded once). They take device memory beside the
+    /// quotient's (a query is kept only where it fits) and are freed when the device is given
+    /// up, to a higher priority or at the batch's end. The batch holds its devices from its
+    /// first proof's multiexps to its end (between proofs too, while the next witness is
+    /// synthesized); a higher priority still takes them at any time.
+    pub keep_bases_on_device: bool,
 }
 
 /// Default of [`ProveOptions::stepped_quotient_from`]: 2^22 values (a proof of more than 2^21
@@ -70,6 +78,7 @@ impl Default for ProveOptions {
             stepped_quotient_from: DEFAULT_STEPPED_QUOTIENT_FROM,
             reuse_shape_in_batch: true,
             witnesses_ahead: None,
+            keep_bases_on_device: true,
         }
     }
 }
@@ -127,6 +136,13 @@ impl ProveOptions {
     /// the available memory for `None` ([`ProveOptions::witnesses_ahead`]).
     pub fn witnesses_ahead(mut self, n: Option<usize>) -> Self {
         self.witnesses_ahead = n;
+        self
+    }
+
+    /// These options with a batch's bases kept on its devices between proofs or not
+    /// ([`ProveOptions::keep_bases_on_device`]).
+    pub fn keep_bases_on_device(mut self, keep: bool) -> Self {
+        self.keep_bases_on_device = keep;
         self
     }
 }
@@ -221,8 +237,10 @@ pub struct ProofReport {
     /// Multiexp pieces finished on a device after a higher priority had asked for it, because
     /// little of them was left: the request waited for them rather than have them thrown away.
     pub pieces_finished_on_request: u64,
-    /// Bytes of multiexp bases that went up to devices (calls stopped early included): the
-    /// parameters' query points, or their encodings for a mapped file.
+    /// Bytes of multiexp bases that went up to devices from the host (calls stopped early
+    /// included): the parameters' query points, or their encodings for a mapped file. Bases a
+    /// device kept from an earlier proof of the batch are copied there instead and not counted
+    /// ([`ProveOptions::keep_bases_on_device`]).
     pub bases_uploaded_bytes: u64,
 }
 

@@ -561,3 +561,103 @@ fn hex_to_be48(hex: &str) -> Vec<u8> {
         .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
         .collect()
 }
+
+/// Bases kept on the device for a query are copied there by later calls, not uploaded again, and
+/// the sums stay the CPU's: in memory (G1) and from a mapped file (G2, decoded on the device
+/// once), for the whole query and for a run inside it; nothing is kept over the budget; freed,
+/// they take no device memory and go up again.
+#[test]
+fn bases_kept_on_the_device_are_copied_not_uploaded() {
+    use preemptible_groth16::gpu::{KeepOnDevice, QueryKey};
+    use preemptible_groth16::groth16::{
+        generate_random_parameters, MappedParameters, ParameterSource,
+    };
+    fn twice<G: preemptible_groth16::gpu::GpuCurve>(
+        k: &MultiexpKernel,
+        query: preemptible_groth16::groth16::Bases<'_, G>,
+        points: &[G],
+        address: usize,
+    ) {
+        let n = query.len();
+        let scalars: Vec<Scalar> = (0..n as u64).map(|i| Scalar::from(3 * i + 1)).collect();
+        let reprs = scalar_reprs(&scalars);
+        let key = QueryKey {
+            group: G::NAME,
+            address,
+            len: n,
+        };
+        let keep = |offset, budget| KeepOnDevice {
+            query: key,
+            offset,
+            budget,
+        };
+        let size = std::mem::size_of::<G>() as u64;
+        let ends: Vec<usize> = (1..=n.div_ceil(100)).map(|i| (i * 100).min(n)).collect();
+        let want = multiexp(points, &reprs).unwrap();
+        let call =
+            |budget| k.multiexp_keeping_bases(query, &reprs, &ends, &|| false, keep(0, budget));
+        // Over the budget: nothing kept, every call uploads.
+        for _ in 0..2 {
+            let sums = call(size * n as u64 - 1);
+            assert_eq!(sums.bases_uploaded, n as u64 * size, "{}", G::NAME);
+            assert_eq!(sums.into_result().unwrap(), want, "{}", G::NAME);
+            assert_eq!(k.live_device_bytes(), 0, "{}: nothing kept", G::NAME);
+        }
+        // Kept: the first call uploads, the next copies.
+        let first = call(u64::MAX);
+        assert_eq!(first.bases_uploaded, n as u64 * size, "{}", G::NAME);
+        assert_eq!(first.into_result().unwrap(), want, "{}", G::NAME);
+        assert!(k.live_device_bytes() >= n as u64 * 2 * G::COORD_LIMBS as u64 * 4);
+        let again = call(u64::MAX);
+        assert_eq!(
+            again.bases_uploaded,
+            0,
+            "{}: kept bases uploaded again",
+            G::NAME
+        );
+        assert_eq!(again.into_result().unwrap(), want, "{}", G::NAME);
+        // A run inside the query, its pieces not at the first call's boundaries.
+        let (start, end) = (n / 3, n - 7);
+        let run = k.multiexp_keeping_bases(
+            query.range(start..end),
+            &reprs[start..end],
+            &[(end - start) / 2, end - start],
+            &|| false,
+            keep(start, u64::MAX),
+        );
+        assert_eq!(run.bases_uploaded, 0, "{}", G::NAME);
+        assert_eq!(
+            run.into_result().unwrap(),
+            multiexp(&points[start..end], &reprs[start..end]).unwrap(),
+            "{}",
+            G::NAME
+        );
+        // Freed: no device memory left, and the bases go up again.
+        k.free_kept_bases();
+        assert_eq!(k.live_device_bytes(), 0, "{}", G::NAME);
+        let after = call(u64::MAX);
+        assert_eq!(after.bases_uploaded, n as u64 * size, "{}", G::NAME);
+        assert_eq!(after.into_result().unwrap(), want, "{}", G::NAME);
+        k.free_kept_bases();
+        // A run that is not inside the query it names is refused.
+        let outside = k.multiexp_keeping_bases(query, &reprs, &ends, &|| false, keep(1, u64::MAX));
+        assert!(matches!(outside.stopped, Some(GpuError::InvalidInput(_))));
+    }
+    let k = kernel();
+    let params = generate_random_parameters(
+        circuits::Squares::log2(9),
+        &mut ChaCha20Rng::seed_from_u64(22),
+    )
+    .unwrap();
+    let l = params.l().as_slice().unwrap().to_vec();
+    twice::<G1Affine>(&k, (&l).into(), &l, l.as_ptr() as usize);
+    let mut file = Vec::new();
+    params.write(&mut file).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("params");
+    std::fs::write(&path, &file).unwrap();
+    let mapped = MappedParameters::open(&path, false).unwrap();
+    let b = params.b_g2().as_slice().unwrap().to_vec();
+    // Any address names the query here; the scheduler uses where its points lie.
+    twice::<G2Affine>(&k, mapped.b_g2(), &b, 0x1000);
+}

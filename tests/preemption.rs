@@ -991,3 +991,98 @@ fn an_equal_prover_gets_the_device_between_a_services_proofs() {
         other.cpu_chunks
     );
 }
+
+/// Bytes of all the query points of `params`, as they go up to a device (a fake one counts 96
+/// bytes a G1 point, 192 a G2 one).
+fn query_bytes(params: &Parameters) -> u64 {
+    let g1 = params.h().len() + params.l().len() + params.a().len() + params.b_g1().len();
+    (96 * g1 + 192 * params.b_g2().len()) as u64
+}
+
+/// The bases uploaded by a batch of `count` short proofs on fake-0, with bases kept on the
+/// device or not; every proof verifies.
+fn batch_uploads(setup: &Setup, count: usize, keep: bool) -> Vec<ProofReport> {
+    let options = options(Priority::Normal, Some("fake-0")).keep_bases_on_device(keep);
+    let proofs = create_proof_batch_with_options(
+        vec![setup.circuit; count],
+        &setup.params,
+        vec![Scalar::from(3u64); count],
+        vec![Scalar::from(5u64); count],
+        &options,
+    )
+    .unwrap();
+    let pvk = prepare_verifying_key(&setup.params.vk);
+    proofs
+        .into_iter()
+        .map(|(proof, report)| {
+            assert!(verify_proof(&pvk, &proof, &[setup.circuit.output()]).unwrap());
+            report
+        })
+        .collect()
+}
+
+#[test]
+fn a_batch_uploads_its_bases_once_and_frees_them_at_its_end() {
+    let _g = setup("kept-bases");
+    let (_, short) = long_and_short();
+    let total = query_bytes(&short.params);
+    let kept = batch_uploads(short, 4, true);
+    let uploaded: Vec<u64> = kept.iter().map(|r| r.bases_uploaded_bytes).collect();
+    // Nothing preempted the batch: each base went up at most once in all.
+    assert!(uploaded[0] > 0, "{kept:?}");
+    assert!(
+        uploaded.iter().sum::<u64>() <= total,
+        "{uploaded:?} uploaded for {total} bytes of bases"
+    );
+    for report in &kept {
+        assert_eq!(report.preemptions, 0, "{report:?}");
+        assert!(report.gpu_chunks_total() > 0, "{report:?}");
+    }
+    // Freed at the batch's end, before the device went back.
+    let last = kept.last().unwrap();
+    assert_eq!(last.live_device_bytes_at_release, 0, "{last:?}");
+    for device in preemptible_groth16::gpu::backend::devices() {
+        assert_eq!(device.live_device_bytes(), 0, "{}", device.id);
+    }
+    // Without keeping them, each proof uploads what its device computes.
+    let each: u64 = batch_uploads(short, 4, false)
+        .iter()
+        .map(|r| r.bases_uploaded_bytes)
+        .sum();
+    assert!(
+        2 * uploaded.iter().sum::<u64>() < each,
+        "kept {uploaded:?}, not kept {each} in all"
+    );
+}
+
+#[test]
+fn a_batch_preempted_frees_the_bases_it_kept_before_it_yields() {
+    let _g = setup("kept-bases-preempted");
+    let (long, short) = long_and_short();
+    std::thread::scope(|s| {
+        let low = s.spawn(|| {
+            let options = options(Priority::Low, Some("fake-0"));
+            create_proof_batch_with_options(
+                vec![long.circuit; 2],
+                &long.params,
+                vec![Scalar::from(3u64); 2],
+                vec![Scalar::from(5u64); 2],
+                &options,
+            )
+            .unwrap()
+        });
+        wait_for_holder("fake-0", Priority::Low);
+        std::thread::sleep(Duration::from_millis(50));
+        let high = prove(short, &options(Priority::High, Some("fake-0")));
+        assert!(high.gpu_chunks_total() > 0, "{high:?}");
+        let low = low.join().unwrap();
+        let pvk = prepare_verifying_key(&long.params.vk);
+        let preemptions: u64 = low.iter().map(|(_, r)| r.preemptions).sum();
+        assert!(preemptions > 0, "{low:?}");
+        for (proof, report) in &low {
+            assert!(verify_proof(&pvk, proof, &[long.circuit.output()]).unwrap());
+            // The yield freed the kept bases with the rest: nothing left on the device.
+            assert_eq!(report.live_device_bytes_at_release, 0, "{report:?}");
+        }
+    });
+}

@@ -8,13 +8,13 @@ use super::engine::{Engine, OpenClEngine};
 use super::error::GpuError;
 use super::fake;
 use super::fft::FftKernel;
-use super::multiexp::{piece_ranges, GpuCurve, MultiexpKernel, PieceSums};
+use super::multiexp::{piece_ranges, GpuCurve, KeepOnDevice, MultiexpKernel, PieceSums};
 use super::test_hooks;
 use crate::bases::Bases;
 use crate::config::Config;
 use crate::domain::QuotientSteps;
 use crate::multiexp::ScalarRepr;
-use blstrs::Scalar;
+use blstrs::{G1Affine, G2Affine, Scalar};
 use std::sync::OnceLock;
 
 /// Multiexps smaller than this stay on the CPU.
@@ -41,13 +41,16 @@ impl GpuDevice {
     /// last `bases.len()`); `interrupt` is asked between kernel launches. The device computes
     /// the run in pieces of whole chunks ([`GpuCurve::PIECE_TERMS`] terms or more each; a fake
     /// device takes each chunk as a piece), so a call stopped early keeps the chunks of its
-    /// finished pieces: `done` in the result counts chunks.
+    /// finished pieces: `done` in the result counts chunks. With `keep`, the device keeps the
+    /// bases for later calls over the same query and copies those it kept already rather than
+    /// uploading them ([`GpuDevice::free_kept_bases`] lets them go).
     pub(crate) fn multiexp<G: GpuCurve>(
         &self,
         bases: Bases<'_, G>,
         scalars: &[ScalarRepr],
         chunk_ends: &[usize],
         interrupt: &dyn Fn() -> bool,
+        keep: Option<KeepOnDevice>,
     ) -> PieceSums<G::Curve> {
         let refused = PieceSums::refused;
         if let Err(e) = test_hooks::injected().and_then(|()| test_hooks::failing_after()) {
@@ -71,7 +74,7 @@ impl GpuDevice {
         let pieces =
             G::from_any(
                 self.engine
-                    .multiexp(G::any_bases(bases), scalars, &ends, interrupt),
+                    .multiexp(G::any_bases(bases), scalars, &ends, interrupt, keep),
             );
         PieceSums {
             sum: pieces.sum,
@@ -84,6 +87,24 @@ impl GpuDevice {
             finished_on_request: pieces.finished_on_request,
             bases_uploaded: pieces.bases_uploaded,
         }
+    }
+
+    /// Frees the bases this device keeps (before its lock is released).
+    pub(crate) fn free_kept_bases(&self) {
+        self.engine.free_kept_bases();
+    }
+
+    /// Device memory that bases kept for a batch may take: what is left of nine tenths of the
+    /// device's memory (a tenth for the driver and other contexts) once `reserve` (the batch's
+    /// quotient) or the largest multiexp call's working set, the larger, is set aside; those
+    /// run beside the kept bases, one at a time.
+    pub(crate) fn kept_bases_budget(&self, reserve: u64) -> u64 {
+        fn call<G: GpuCurve>() -> u64 {
+            MultiexpKernel::device_bytes::<G>(G::PIECE_TERMS)
+                + MultiexpKernel::input_bytes::<G>(G::PIECE_TERMS)
+        }
+        let working = call::<G1Affine>().max(call::<G2Affine>()).max(reserve);
+        (self.engine.memory_bytes() / 10 * 9).saturating_sub(working)
     }
 
     /// The prover's quotient on this device, its coefficients as the H multiexp reads them;

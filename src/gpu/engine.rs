@@ -4,7 +4,7 @@
 
 use super::error::GpuError;
 use super::fft::FftKernel;
-use super::multiexp::{AnyBases, AnySums, MultiexpKernel};
+use super::multiexp::{AnyBases, AnySums, KeepOnDevice, MultiexpKernel};
 use crate::domain::QuotientSteps;
 use crate::multiexp::ScalarRepr;
 use blstrs::Scalar;
@@ -22,14 +22,22 @@ pub(crate) trait Engine: Send + Sync + fmt::Debug {
     fn multiexp_bytes(&self, kernel_bytes: u64, run_terms: usize) -> u64;
 
     /// The multiexp over `bases` in pieces ending at `ends`; `interrupt` is asked between
-    /// kernel launches.
+    /// kernel launches. With `keep`, the bases are kept on the device for later calls over the
+    /// same query, and those kept already are not uploaded again (`multiexp/resident.rs`).
     fn multiexp(
         &self,
         bases: AnyBases<'_>,
         scalars: &[ScalarRepr],
         ends: &[usize],
         interrupt: &dyn Fn() -> bool,
+        keep: Option<KeepOnDevice>,
     ) -> AnySums;
+
+    /// Frees the bases kept on the device.
+    fn free_kept_bases(&self);
+
+    /// The device's memory in bytes, for the budget of kept bases.
+    fn memory_bytes(&self) -> u64;
 
     /// The prover's quotient, its coefficients as the H multiexp reads them.
     fn quotient(
@@ -89,12 +97,31 @@ impl Engine for OpenClEngine {
         scalars: &[ScalarRepr],
         ends: &[usize],
         interrupt: &dyn Fn() -> bool,
+        keep: Option<KeepOnDevice>,
     ) -> AnySums {
         let kernel = &self.multiexp;
-        match bases {
-            AnyBases::G1(b) => AnySums::G1(kernel.multiexp_in_pieces(b, scalars, ends, interrupt)),
-            AnyBases::G2(b) => AnySums::G2(kernel.multiexp_in_pieces(b, scalars, ends, interrupt)),
+        match (bases, keep) {
+            (AnyBases::G1(b), None) => {
+                AnySums::G1(kernel.multiexp_in_pieces(b, scalars, ends, interrupt))
+            }
+            (AnyBases::G2(b), None) => {
+                AnySums::G2(kernel.multiexp_in_pieces(b, scalars, ends, interrupt))
+            }
+            (AnyBases::G1(b), Some(keep)) => {
+                AnySums::G1(kernel.multiexp_keeping_bases(b, scalars, ends, interrupt, keep))
+            }
+            (AnyBases::G2(b), Some(keep)) => {
+                AnySums::G2(kernel.multiexp_keeping_bases(b, scalars, ends, interrupt, keep))
+            }
         }
+    }
+
+    fn free_kept_bases(&self) {
+        self.multiexp.free_kept_bases();
+    }
+
+    fn memory_bytes(&self) -> u64 {
+        self.multiexp.device().memory
     }
 
     fn quotient(

@@ -7,7 +7,10 @@
 use super::buffer::DeviceMemory;
 use super::engine::Engine;
 use super::error::GpuError;
-use super::multiexp::{finish_grace, piece_ranges, worth_finishing, AnyBases, AnySums, PieceSums};
+use super::multiexp::{
+    finish_grace, piece_ranges, worth_finishing, AnyBases, AnySums, KeepOnDevice, PieceSums,
+    ResidentBases,
+};
 use crate::bases::{encoded_size, Bases};
 use crate::domain::{to_coset, QuotientInput, QuotientSteps};
 use crate::multiexp::{multiexp_serial, scalar_reprs, CurveAffine, ScalarRepr};
@@ -15,7 +18,7 @@ use blstrs::Scalar;
 use group::{Group, UncompressedEncoding};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
@@ -63,6 +66,9 @@ pub struct FakeDevice {
     /// How long a request may wait for a multiexp piece nearly done, as on a real device
     /// (`multiexp/finish.rs`).
     grace: Duration,
+    /// The ranges of queries kept "on the device" (as a real one keeps their bases), their
+    /// pretend bytes counted in `memory`.
+    kept: Mutex<ResidentBases<()>>,
 }
 
 /// The fake devices `PREEMPTIBLE_GROTH16_FAKE_GPUS` asks for (none if it is unset or malformed).
@@ -86,6 +92,7 @@ pub(crate) fn from_config(config: &Config) -> Vec<FakeDevice> {
             ns_per_term: ns_per_term.unwrap_or(DEFAULT_NS_PER_TERM),
             memory: DeviceMemory::default(),
             grace: finish_grace(config),
+            kept: Mutex::new(ResidentBases::default()),
         })
         .collect()
 }
@@ -199,15 +206,19 @@ impl FakeDevice {
     /// is finished first.
     /// Bases mapped from a parameter file are decoded here, piece by piece, as a device decodes
     /// them: a point that is not on the curve stops the call with [`GpuError::InvalidBases`].
+    /// With `keep`, pieces are "kept" as a real device keeps their bases (their pretend bytes
+    /// counted), and a piece kept already is not counted as uploaded.
     pub fn multiexp_in_pieces<G: CurveAffine + UncompressedEncoding>(
         &self,
         bases: Bases<'_, G>,
         scalars: &[ScalarRepr],
         ends: &[usize],
         interrupt: &dyn Fn() -> bool,
+        keep: Option<KeepOnDevice>,
     ) -> PieceSums<G::Curve> {
         let mut out = PieceSums::nothing();
         for range in piece_ranges(ends) {
+            let at = keep.map(|k| (k, k.offset + range.start..k.offset + range.end));
             let s = scalars
                 .get(range.clone())
                 .filter(|_| range.end <= bases.len());
@@ -225,8 +236,13 @@ impl FakeDevice {
                     return out;
                 }
             };
-            // A device uploads a piece's bases before its sums.
-            out.bases_uploaded += (b.len() * encoded_size::<G>()) as u64;
+            // A device uploads a piece's bases before its sums, unless it keeps them.
+            if !at.as_ref().is_some_and(|(k, at)| self.keeps(k, at)) {
+                out.bases_uploaded += (b.len() * encoded_size::<G>()) as u64;
+                if let Some((k, at)) = at {
+                    self.keep::<G>(&k, at);
+                }
+            }
             match self.multiexp_piece(&b, s, interrupt) {
                 Ok((sum, on_request)) => {
                     out.sum += sum;
@@ -241,6 +257,31 @@ impl FakeDevice {
             }
         }
         out
+    }
+
+    /// Whether the points `at` of `keep`'s query are kept.
+    fn keeps(&self, keep: &KeepOnDevice, at: &std::ops::Range<usize>) -> bool {
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.holding(&keep.query, at).is_some()
+    }
+
+    /// Keeps the points `at` of `keep`'s query, within its budget.
+    fn keep<G: UncompressedEncoding>(&self, keep: &KeepOnDevice, at: std::ops::Range<usize>) {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes = (keep.query.len * encoded_size::<G>()) as u64;
+        let made = kept.buffer_for(&keep.query, bytes, keep.budget, |bytes| {
+            self.memory.add(bytes);
+            Some(())
+        });
+        if made.is_some() {
+            kept.mark_present(&keep.query, at);
+        }
+    }
+
+    /// Forgets the kept points.
+    pub fn free_kept_bases(&self) {
+        let bytes = self.kept.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.memory.sub(bytes);
     }
 
     /// The pretend time of a quotient of `values` values, in multiexp terms.
@@ -350,11 +391,25 @@ impl Engine for FakeDevice {
         scalars: &[ScalarRepr],
         ends: &[usize],
         interrupt: &dyn Fn() -> bool,
+        keep: Option<KeepOnDevice>,
     ) -> AnySums {
         match bases {
-            AnyBases::G1(b) => AnySums::G1(self.multiexp_in_pieces(b, scalars, ends, interrupt)),
-            AnyBases::G2(b) => AnySums::G2(self.multiexp_in_pieces(b, scalars, ends, interrupt)),
+            AnyBases::G1(b) => {
+                AnySums::G1(self.multiexp_in_pieces(b, scalars, ends, interrupt, keep))
+            }
+            AnyBases::G2(b) => {
+                AnySums::G2(self.multiexp_in_pieces(b, scalars, ends, interrupt, keep))
+            }
         }
+    }
+
+    fn free_kept_bases(&self) {
+        FakeDevice::free_kept_bases(self);
+    }
+
+    /// Without limit: the tests' memory limits apply per call (`test_hooks`).
+    fn memory_bytes(&self) -> u64 {
+        u64::MAX
     }
 
     fn quotient(
@@ -403,6 +458,7 @@ mod tests {
             ns_per_term: 1_000_000,
             memory: DeviceMemory::default(),
             grace,
+            kept: Mutex::new(ResidentBases::default()),
         }
     }
 
@@ -438,7 +494,8 @@ mod tests {
             let fake = device(grace);
             let start = Instant::now();
             let asked = || start.elapsed() >= Duration::from_millis(80);
-            let part = fake.multiexp_in_pieces(Bases::from(&bases), &scalars, &[100, 200], &asked);
+            let part =
+                fake.multiexp_in_pieces(Bases::from(&bases), &scalars, &[100, 200], &asked, None);
             assert!(
                 matches!(part.stopped, Some(GpuError::Interrupted)),
                 "{grace:?}"
@@ -458,7 +515,8 @@ mod tests {
         let fake = device(Duration::from_secs(3600));
         let start = Instant::now();
         let asked = || start.elapsed() >= Duration::from_millis(20);
-        let part = fake.multiexp_in_pieces(Bases::from(&bases), &scalars, &[100, 200], &asked);
+        let part =
+            fake.multiexp_in_pieces(Bases::from(&bases), &scalars, &[100, 200], &asked, None);
         assert_eq!((part.done, part.finished_on_request), (0, 0));
     }
 }

@@ -38,7 +38,7 @@ pub use error::GpuError;
 pub use fft::{FftKernel, QuotientValue};
 pub use guard::{gpu_is_available, PriorityGuard};
 pub use multiexp::{
-    multiexp_split, piece_ends, AnyBases, AnySums, GpuCurve, MultiexpKernel, PieceSums, SplitPart,
-    FINISH_GRACE_ENV,
+    multiexp_split, piece_ends, AnyBases, AnySums, GpuCurve, KeepOnDevice, MultiexpKernel,
+    PieceSums, QueryKey, SplitPart, FINISH_GRACE_ENV,
 };
 pub(crate) use proof_backend::GpuBackend;

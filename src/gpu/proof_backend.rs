@@ -1,6 +1,8 @@
-//! A proof's work through its GPU claim ([`GpuBackend`]): chunks of each multiexp on the held
-//! devices and the CPU ([`super::scheduler`]), the quotient on a device, put off when a higher
-//! priority takes it and offered to a device again after the other multiexps.
+//! A batch's work through its GPU claim ([`GpuBackend`]), one proof after another: chunks of each
+//! multiexp on the held devices and the CPU ([`super::scheduler`]), the quotient on a device, put
+//! off when a higher priority takes it and offered to a device again after the other multiexps.
+//! The claim, and in a batch the bases its devices keep, last from the first proof's multiexps to
+//! the batch's end; a higher priority takes a device at any time.
 
 use super::scheduler::{cpu_pool, GpuClaim, QuotientOnGpu};
 use crate::backend::{ProofBackend, Quotient};
@@ -24,7 +26,12 @@ const QUOTIENT_WAIT_PER_VALUE: Duration = Duration::from_nanos(500);
 /// Sleep between tries for that device (one try is a few system calls).
 const QUOTIENT_RETRY_SLEEP: Duration = Duration::from_millis(4);
 
-/// One proof's work through its claim on this process's devices.
+/// Device memory the quotient takes per value of its domain, about: its three vectors of 32
+/// bytes a value, and the twiddle and power tables beside them (the bases a batch keeps leave
+/// this much free).
+const QUOTIENT_DEVICE_BYTES_PER_VALUE: u64 = 4 * 32;
+
+/// One batch's work through its claim on this process's devices.
 pub(crate) struct GpuBackend {
     claim: GpuClaim,
     priority: Priority,
@@ -48,16 +55,29 @@ impl GpuBackend {
         }
     }
 
-    /// The backend of a proof whose quotient domain has `domain_size` values, when `options`
-    /// allow the GPU and this process has devices (else the proof runs on the CPU).
-    pub(crate) fn claim(options: &ProveOptions, domain_size: usize) -> Option<GpuBackend> {
+    /// The backend of a batch whose quotient domain has `domain_size` values, when `options`
+    /// allow the GPU and this process has devices (else the proofs run on the CPU). For a
+    /// `batch` of several proofs (and [`ProveOptions::keep_bases_on_device`]) the held devices
+    /// keep each query's bases between proofs, in the memory the quotient leaves.
+    pub(crate) fn claim(
+        options: &ProveOptions,
+        domain_size: usize,
+        batch: bool,
+    ) -> Option<GpuBackend> {
         if !options.use_gpu {
             return None;
         }
-        // Read for each proof, so that a service can change the lock directory or
-        // `BELLMAN_NO_GPU` between proofs.
+        // Read for each batch, so that a service can change the lock directory or
+        // `BELLMAN_NO_GPU` between batches.
         let config = Config::from_env();
-        let claim = GpuClaim::new(options.priority, options.devices.as_deref(), &config)?;
+        let keep_bases = (batch && options.keep_bases_on_device)
+            .then(|| QUOTIENT_DEVICE_BYTES_PER_VALUE * domain_size as u64);
+        let claim = GpuClaim::new(
+            options.priority,
+            options.devices.as_deref(),
+            &config,
+            keep_bases,
+        )?;
         Some(GpuBackend {
             claim,
             priority: options.priority,
@@ -222,6 +242,15 @@ impl ProofBackend for GpuBackend {
     /// cores.
     fn scalar_pool(&self) -> Pool {
         cpu_pool(self.priority, true)
+    }
+
+    fn next_proof(&mut self) {
+        self.claim.next_proof();
+    }
+
+    fn proof_done(&mut self, report: &mut ProofReport) {
+        report.absorb(self.claim.proof_done());
+        report.absorb(std::mem::take(&mut self.counts));
     }
 
     fn finish(self, report: &mut ProofReport) {

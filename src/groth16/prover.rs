@@ -71,7 +71,14 @@ fn check_fit<P: ParameterSource>(
     Ok(domain_size)
 }
 
-/// Proves one synthesized circuit with blinding factors `r`, `s`.
+/// The GPU backend of a batch: claimed at its first proof, after that proof's synthesis and
+/// checks (a failing first circuit never holds a device), and kept to its end.
+type BatchGpu = Option<crate::gpu::GpuBackend>;
+
+/// Proves one synthesized circuit with blinding factors `r`, `s`, on the batch's GPU backend
+/// (`gpu`, claimed here at the batch's first proof; `batch`: the batch has more than one) or,
+/// without one, on the CPU.
+#[allow(clippy::too_many_arguments)]
 fn prove<P: ParameterSource + Sync>(
     cs: ProvingAssignment,
     params: &P,
@@ -79,28 +86,39 @@ fn prove<P: ParameterSource + Sync>(
     s: Scalar,
     options: &ProveOptions,
     report: &mut ProofReport,
+    gpu: &mut BatchGpu,
+    batch: bool,
 ) -> Result<Proof, SynthesisError> {
     let start = Instant::now();
     let domain_size = check_fit(&cs, params)?;
-    // The backend is chosen once, after synthesis and the checks: a failing circuit never holds
-    // a device.
-    if let Some(gpu) = crate::gpu::GpuBackend::claim(options, domain_size) {
-        return prove_on(gpu, cs, params, (r, s), report, start);
+    match gpu {
+        Some(backend) => backend.next_proof(),
+        None => *gpu = crate::gpu::GpuBackend::claim(options, domain_size, batch),
     }
-    prove_on(CpuBackend::default(), cs, params, (r, s), report, start)
+    if let Some(backend) = gpu {
+        return prove_on(backend, cs, params, (r, s), report, start);
+    }
+    prove_on(
+        &mut CpuBackend::default(),
+        cs,
+        params,
+        (r, s),
+        report,
+        start,
+    )
 }
 
-/// [`prove`] on `backend`.
+/// [`prove`] on `backend`, which keeps what it holds for the batch's next proof.
 fn prove_on<B: ProofBackend, P: ParameterSource + Sync>(
-    mut backend: B,
+    backend: &mut B,
     cs: ProvingAssignment,
     params: &P,
     (r, s): (Scalar, Scalar),
     report: &mut ProofReport,
     start: Instant,
 ) -> Result<Proof, SynthesisError> {
-    let sums = multiexps(cs, params, &mut backend, start);
-    backend.finish(report);
+    let sums = multiexps(cs, params, backend, start);
+    backend.proof_done(report);
     let sums = sums?;
     log::debug!("prove: multiexps done at {:.2?}", start.elapsed());
     Ok(assemble(params.vk(), &sums, r, s))
@@ -547,7 +565,8 @@ where
     // device work instead of their sum, and holds a bounded number of witnesses.
     let (sender, synthesized) = std::sync::mpsc::sync_channel(ahead);
     let mut pvk = None;
-    let proofs = std::thread::scope(|scope| {
+    let mut gpu: BatchGpu = None;
+    let mut proofs = std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name("groth16-synthesis".into())
             .spawn_scoped(scope, {
@@ -583,7 +602,7 @@ where
                 // On the caller's thread, not as one job of the pool: a whole proof queued in the
                 // pool can be stolen by a worker waiting inside another proof and then block that
                 // proof until it ends. The parallel steps inside use the pool.
-                let proof = prove(cs, &params, r, s, options, &mut report)?;
+                let proof = prove(cs, &params, r, s, options, &mut report, &mut gpu, count > 1)?;
                 if let Some(inputs) = inputs {
                     let pvk = pvk.get_or_insert_with(|| prepare_verifying_key(params.vk()));
                     check_shaped_proof(pvk, &proof, &inputs)?;
@@ -593,6 +612,13 @@ where
             })
             .collect::<Result<Vec<_>, SynthesisError>>()
     })?;
+    // The devices go back at the batch's end; what their release counts (the device memory
+    // left, each device's peak) belongs to the last proof.
+    if let Some(backend) = gpu {
+        if let Some((_, last)) = proofs.last_mut() {
+            backend.finish(last);
+        }
+    }
     log::info!("prove: {count} proof(s) in {:.2?}", start.elapsed());
     Ok(proofs)
 }

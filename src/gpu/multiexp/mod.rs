@@ -11,8 +11,9 @@
 //! One concern a file: how points cross (`curve.rs`) and how a call is cut up (`plan.rs`); a call
 //! in pieces (`pieces.rs`); one piece's sums (`sums.rs`) after its sort (`sort.rs`), with the
 //! folds of its long buckets (`fold.rs`), the rule for finishing it on request (`finish.rs`) and
-//! the host's share (`host_sum.rs`); how kernels are launched (`launch.rs`); and a call split
-//! across devices (`split.rs`).
+//! the host's share (`host_sum.rs`); how kernels are launched (`launch.rs`); the bases a device
+//! keeps between the calls of a batch (`resident.rs`); and a call split across devices
+//! (`split.rs`).
 
 use super::buffer::DeviceMemory;
 use super::device::Device;
@@ -36,6 +37,7 @@ mod host_sum;
 mod launch;
 mod pieces;
 mod plan;
+mod resident;
 mod sort;
 mod split;
 mod sums;
@@ -45,6 +47,8 @@ pub use finish::FINISH_GRACE_ENV;
 pub(crate) use finish::{finish_grace, worth_finishing};
 pub use pieces::{piece_ends, piece_ranges, PieceSums};
 pub use plan::Plan;
+pub(crate) use resident::ResidentBases;
+pub use resident::{KeepOnDevice, QueryKey};
 pub use split::{multiexp_split, SplitPart};
 
 /// Terms of the warm-up multiexp ([`MultiexpKernel::warm_up`]): a 9-bit window, whose weighing
@@ -76,6 +80,8 @@ pub struct MultiexpKernel {
     paces: Mutex<HashMap<(&'static str, usize), Pace>>,
     /// This kernel's device buffers.
     memory: DeviceMemory,
+    /// Bases kept on the device between calls, for the claim that holds it (empty otherwise).
+    resident: Mutex<ResidentBases<ocl::Buffer<u32>>>,
 }
 
 impl MultiexpKernel {
@@ -94,6 +100,7 @@ impl MultiexpKernel {
             finish_grace_us: AtomicU64::new(finish_grace(&Config::from_env()).as_micros() as u64),
             paces: Mutex::new(HashMap::new()),
             memory: DeviceMemory::default(),
+            resident: Mutex::new(ResidentBases::default()),
         };
         std::thread::scope(|scope| {
             let g2 = scope.spawn(|| kernel.program("G2"));
@@ -126,10 +133,21 @@ impl MultiexpKernel {
         n as u64 * (4 * 2 * G::COORD_LIMBS as u64 + 32)
     }
 
-    /// Bytes of device memory held by multiexps running on this kernel now (0 between calls:
-    /// every call frees its buffers before it returns).
+    /// Bytes of device memory held by multiexps running on this kernel now, and by the bases it
+    /// keeps (0 between calls that keep none: every call frees its buffers before it returns).
     pub fn live_device_bytes(&self) -> u64 {
         self.memory.live()
+    }
+
+    /// Frees the bases kept on the device ([`MultiexpKernel::multiexp_keeping_bases`]): done
+    /// before the device is released, and whenever the bases' owner may let them go.
+    pub fn free_kept_bases(&self) {
+        let bytes = self
+            .resident
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.memory.sub(bytes);
     }
 
     /// The most device memory this kernel's multiexps held at once since the last call.
@@ -258,7 +276,7 @@ impl MultiexpKernel {
         // up while the device sums the current one (2^24 G1 terms in 0.192 s against 0.212 s in
         // one call). Both on the H200 (docs/BENCHMARKS.md).
         let ends = piece_ends(bases.len(), G::PIECE_TERMS);
-        self.run(Bases::from(bases), scalars, &ends, &|| false, false)
+        self.run(Bases::from(bases), scalars, &ends, &|| false, false, None)
             .into_result()
     }
 
@@ -276,8 +294,15 @@ impl MultiexpKernel {
         scalars: &[ScalarRepr],
         interrupt: &dyn Fn() -> bool,
     ) -> Result<G::Curve, GpuError> {
-        self.run(Bases::from(bases), scalars, &[bases.len()], interrupt, true)
-            .into_result()
+        self.run(
+            Bases::from(bases),
+            scalars,
+            &[bases.len()],
+            interrupt,
+            true,
+            None,
+        )
+        .into_result()
     }
 
     /// [`MultiexpKernel::multiexp_interruptible`] over consecutive pieces of the terms, the
@@ -296,7 +321,36 @@ impl MultiexpKernel {
         ends: &[usize],
         interrupt: &dyn Fn() -> bool,
     ) -> PieceSums<G::Curve> {
-        self.run(bases.into(), scalars, ends, interrupt, true)
+        self.run(bases.into(), scalars, ends, interrupt, true, None)
+    }
+
+    /// [`MultiexpKernel::multiexp_in_pieces`] over the bases from `keep.offset` on of the query
+    /// `keep.query`, keeping each piece's bases on the device once they are there (within
+    /// `keep.budget` bytes for all queries), so that a later call over the same bases copies
+    /// them on the device instead of uploading (and decoding) them again. The caller guarantees
+    /// that the query's points stay where they are, unchanged, until it calls
+    /// [`MultiexpKernel::free_kept_bases`]; `bases_uploaded` in the result counts only the bases
+    /// that went up from the host.
+    pub fn multiexp_keeping_bases<'b, G: GpuCurve>(
+        &self,
+        bases: impl Into<Bases<'b, G>>,
+        scalars: &[ScalarRepr],
+        ends: &[usize],
+        interrupt: &dyn Fn() -> bool,
+        keep: KeepOnDevice,
+    ) -> PieceSums<G::Curve> {
+        let bases = bases.into();
+        if keep.query.group != G::NAME || keep.offset + bases.len() > keep.query.len {
+            return PieceSums::refused(GpuError::InvalidInput(format!(
+                "{} {} bases from {} are not in a {} query of {}",
+                bases.len(),
+                G::NAME,
+                keep.offset,
+                keep.query.group,
+                keep.query.len
+            )));
+        }
+        self.run(bases, scalars, ends, interrupt, true, Some(keep))
     }
 
     /// The calls above: `bounded` cuts the bucket sums into launches of `LAUNCH_ENTRIES`.
@@ -307,6 +361,7 @@ impl MultiexpKernel {
         ends: &[usize],
         interrupt: &dyn Fn() -> bool,
         bounded: bool,
+        keep: Option<KeepOnDevice>,
     ) -> PieceSums<G::Curve> {
         let stopped = PieceSums::refused;
         let n = bases.len();
@@ -339,7 +394,7 @@ impl MultiexpKernel {
             Ok(built) => built,
             Err(e) => return stopped(e),
         };
-        let result = self.sum_pieces(&built, bases, scalars, ends, interrupt, bounded);
+        let result = self.sum_pieces(&built, bases, scalars, ends, interrupt, bounded, keep);
         // After an error, what is enqueued still runs: the device is not handed on busy.
         if result.stopped.is_some() {
             let _ = built.queue.finish();

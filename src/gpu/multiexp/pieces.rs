@@ -3,9 +3,10 @@
 //! pieces it finished when it is stopped, so a preempted call loses only the piece in progress.
 
 use super::launch::{kernel_builder, launch, read_u32s};
+use super::resident::KeepOnDevice;
 use super::{GpuCurve, MultiexpKernel};
 use crate::bases::Bases;
-use crate::gpu::buffer::{write_limbs, TrackedBuffer};
+use crate::gpu::buffer::{wait_interruptible, write_limbs, TrackedBuffer};
 use crate::gpu::error::GpuError;
 use crate::gpu::program::BuiltProgram;
 use crate::gpu::staging::Staging;
@@ -72,11 +73,27 @@ fn as_bytes(words: &mut [u32]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), words.len() * 4) }
 }
 
-/// Adds the bytes of an upload that went up to `total`.
-fn count_upload(up: &Result<TrackedBuffer<'_>, GpuError>, total: &AtomicU64) {
-    if let Ok(buffer) = up {
-        total.fetch_add(4 * buffer.len() as u64, Ordering::Relaxed);
-    }
+/// A piece's bases on the device, and whether they went up from the host (rather than being
+/// copied from the bases the device keeps).
+type PieceBases<'k> = (TrackedBuffer<'k>, bool);
+
+/// Adds the bytes of bases that went up from the host to `total`; the buffer alone stays.
+fn count_upload<'k>(
+    up: Result<PieceBases<'k>, GpuError>,
+    total: &AtomicU64,
+) -> Result<TrackedBuffer<'k>, GpuError> {
+    up.map(|(buffer, uploaded)| {
+        if uploaded {
+            total.fetch_add(4 * buffer.len() as u64, Ordering::Relaxed);
+        }
+        buffer
+    })
+}
+
+/// The lock of the kept bases, also after a thread panicked holding it (the store is then at
+/// worst missing a range, which only costs an upload).
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The ranges of the pieces that end at `ends` (the first from 0). An end not past the one
@@ -99,7 +116,9 @@ impl MultiexpKernel {
     /// The device's part of `run`: a thread uploads each piece's scalars, then its bases, on the
     /// transfer queue, at most two pieces ahead of the sums (a piece's inputs are freed when it
     /// is summed, which lets the thread start the one after the next), while this thread sorts
-    /// and sums each piece as its inputs arrive.
+    /// and sums each piece as its inputs arrive. With `keep`, the bases are kept on the device
+    /// for later calls over the same query ([`super::resident`]).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn sum_pieces<G: GpuCurve>(
         &self,
         built: &BuiltProgram,
@@ -108,6 +127,7 @@ impl MultiexpKernel {
         ends: &[usize],
         interrupt: &dyn Fn() -> bool,
         bounded: bool,
+        keep: Option<KeepOnDevice>,
     ) -> PieceSums<G::Curve> {
         let ranges: Vec<std::ops::Range<usize>> = piece_ranges(ends).collect();
         let mut out = PieceSums::nothing();
@@ -126,6 +146,7 @@ impl MultiexpKernel {
                         bases,
                         scalars,
                         &ranges,
+                        keep,
                         credits,
                         scalars_sent,
                         bases_sent,
@@ -210,6 +231,7 @@ impl MultiexpKernel {
         bases: Bases<'_, G>,
         scalars: &[ScalarRepr],
         ranges: &[std::ops::Range<usize>],
+        keep: Option<KeepOnDevice>,
         credits: std::sync::mpsc::Receiver<()>,
         scalars_sent: std::sync::mpsc::Sender<Result<TrackedBuffer<'k>, GpuError>>,
         bases_sent: std::sync::mpsc::Sender<Result<TrackedBuffer<'k>, GpuError>>,
@@ -228,6 +250,8 @@ impl MultiexpKernel {
             }
             let (piece_scalars, piece_bases) =
                 (&scalars[range.clone()], bases.range(range.clone()));
+            // Where the piece lies in its query, for the bases the device keeps.
+            let kept = keep.map(|k| (k, k.offset + range.start..k.offset + range.end));
             let (scalars_error, bases_up) = if i == 0 {
                 std::thread::scope(|scope| {
                     let on_main = std::thread::Builder::new()
@@ -240,8 +264,10 @@ impl MultiexpKernel {
                             let ended = scalars_sent.send(up).is_err() || failed;
                             (ended, error)
                         });
-                    let bases_up = self.upload_bases(built, piece_bases, &stopped);
-                    count_upload(&bases_up, bases_uploaded);
+                    let bases_up = count_upload(
+                        self.upload_bases(built, piece_bases, kept, &stopped),
+                        bases_uploaded,
+                    );
                     let scalars_end = match on_main {
                         Ok(handle) => handle.join().unwrap_or_else(|_| {
                             (
@@ -266,8 +292,10 @@ impl MultiexpKernel {
                 if scalars_sent.send(up).is_err() || failed {
                     return error;
                 }
-                let bases_up = self.upload_bases(built, piece_bases, &stopped);
-                count_upload(&bases_up, bases_uploaded);
+                let bases_up = count_upload(
+                    self.upload_bases(built, piece_bases, kept, &stopped),
+                    bases_uploaded,
+                );
                 ((false, None), bases_up)
             };
             let (scalars_ended, scalars_error) = scalars_error;
@@ -319,13 +347,17 @@ impl MultiexpKernel {
     /// from a parameter file go up as their encodings (as many bytes as the points) and are
     /// decoded on the device ([`MultiexpKernel::decode_on_device`]): the host reads them from the
     /// file straight into the staging memory (not through the mapping: no page faults), one copy
-    /// made by the kernel, and the device puts their bytes in order.
+    /// made by the kernel, and the device puts their bytes in order. With `kept` (the call's
+    /// [`KeepOnDevice`] and the piece's range in its query), bases the device keeps are copied
+    /// there instead, and bases that went up are kept for later calls where the budget allows.
+    /// The flag says whether the bases went up from the host.
     fn upload_bases<G: GpuCurve>(
         &self,
         built: &BuiltProgram,
         bases: Bases<'_, G>,
+        kept: Option<(KeepOnDevice, std::ops::Range<usize>)>,
         stopped: &dyn Fn() -> bool,
-    ) -> Result<TrackedBuffer<'_>, GpuError> {
+    ) -> Result<PieceBases<'_>, GpuError> {
         let affine_limbs = 2 * G::COORD_LIMBS;
         let n = bases.len();
         let buffer = TrackedBuffer::new(&built.queue, n * affine_limbs, None, &self.memory)?;
@@ -333,6 +365,11 @@ impl MultiexpKernel {
             return Err(GpuError::Ocl(
                 "injected failure of the bases' upload".into(),
             ));
+        }
+        if let Some((keep, at)) = &kept {
+            if self.copy_kept(built, &buffer, keep, at, affine_limbs, stopped)? {
+                return Ok((buffer, false));
+            }
         }
         // Points in memory, or else a mapped file's encodings.
         let points = bases.as_slice();
@@ -368,7 +405,90 @@ impl MultiexpKernel {
         if points.is_none() {
             self.decode_on_device(built, &buffer, bases)?;
         }
-        Ok(buffer)
+        if let Some((keep, at)) = kept {
+            self.keep_piece(built, &buffer, &keep, at, affine_limbs);
+        }
+        Ok((buffer, true))
+    }
+
+    /// Copies the bases of `at` (indices in `keep`'s query) into `to` from the bases this device
+    /// keeps, if it keeps all of them; says whether it did.
+    fn copy_kept(
+        &self,
+        built: &BuiltProgram,
+        to: &TrackedBuffer<'_>,
+        keep: &KeepOnDevice,
+        at: &std::ops::Range<usize>,
+        affine_limbs: usize,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<bool, GpuError> {
+        let mut copied = ocl::Event::empty();
+        {
+            let store = lock(&self.resident);
+            let Some(kept) = store.holding(&keep.query, at) else {
+                return Ok(false);
+            };
+            kept.copy(&**to, Some(0), Some(at.len() * affine_limbs))
+                .offset(at.start * affine_limbs)
+                .queue(&built.transfer_queue)
+                .enew(&mut copied)
+                .enq()?;
+        }
+        wait_interruptible(&built.transfer_queue, &copied, stopped)?;
+        Ok(true)
+    }
+
+    /// Keeps the bases of a piece just uploaded (in `piece`, indices `at` of `keep`'s query) on
+    /// the device: copied into the query's buffer, made at the query's first piece if the
+    /// budget allows. Enqueued on the transfer queue after the upload; a failure only costs
+    /// later calls an upload, so it is logged and the call goes on.
+    fn keep_piece(
+        &self,
+        built: &BuiltProgram,
+        piece: &TrackedBuffer<'_>,
+        keep: &KeepOnDevice,
+        at: std::ops::Range<usize>,
+        affine_limbs: usize,
+    ) {
+        let bytes = 4 * (keep.query.len * affine_limbs) as u64;
+        let mut store = lock(&self.resident);
+        let made = store.buffer_for(&keep.query, bytes, keep.budget, |bytes| {
+            let made = ocl::Buffer::<u32>::builder()
+                .queue(built.transfer_queue.clone())
+                .len((bytes / 4) as usize)
+                .build();
+            match made {
+                Ok(buffer) => {
+                    self.memory.add(bytes);
+                    log::debug!(
+                        "gpu: keeping a {} query of {} points on {} ({bytes} bytes)",
+                        keep.query.group,
+                        keep.query.len,
+                        self.device.name
+                    );
+                    Some(buffer)
+                }
+                Err(e) => {
+                    log::debug!("gpu: bases not kept on {}: {e}", self.device.name);
+                    None
+                }
+            }
+        });
+        let Some(kept) = made else {
+            return;
+        };
+        let copied = piece
+            .copy(
+                kept,
+                Some(at.start * affine_limbs),
+                Some(at.len() * affine_limbs),
+            )
+            .queue(&built.transfer_queue)
+            .enq();
+        match copied {
+            Ok(()) => store.mark_present(&keep.query, at),
+            Err(e) => log::debug!("gpu: bases not kept on {}: {e}", self.device.name),
+        }
     }
 
     /// Makes the encodings of `bases` in `buffer` points (`cl/decode.cl`), on the transfer queue

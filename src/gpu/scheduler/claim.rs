@@ -60,6 +60,10 @@ pub(super) struct ClaimInner {
     pub(super) shared: Mutex<Shared>,
     /// Whether the thread that made the claim may wait for a hand-over.
     pub(super) may_wait: bool,
+    /// For a batch's claim, the device memory its quotient needs: the held devices keep the
+    /// multiexps' bases between proofs within what is left ([`GpuDevice::kept_bases_budget`]).
+    /// `None`: nothing is kept.
+    pub(super) keep_bases: Option<u64>,
     /// Tells the watcher to stop.
     pub(super) stop: AtomicBool,
 }
@@ -81,6 +85,22 @@ impl ClaimInner {
             self.release(k, false);
         }
         std::mem::take(&mut self.shared().counts)
+    }
+
+    /// The counters of the proof just done, the devices kept for the next one (a batch's claim):
+    /// the device memory each held at its peak since it was taken or last counted, and the
+    /// flags raised on devices others hold lowered, so that a device handed over while the
+    /// next witness is synthesized is not left idle, wanted by nobody working.
+    pub(super) fn proof_done(&self) -> ProofReport {
+        let peak = lock(&self.idle)
+            .iter()
+            .map(|k| k.device.take_peak_device_bytes())
+            .max()
+            .unwrap_or(0);
+        let mut s = self.shared();
+        s.asking.clear();
+        s.counts.peak_device_bytes = s.counts.peak_device_bytes.max(peak);
+        std::mem::take(&mut s.counts)
     }
 }
 
@@ -326,8 +346,10 @@ impl ClaimInner {
 }
 
 impl ClaimInner {
-    /// Releases a device; `preempted` when a higher priority asked for it.
+    /// Releases a device, the bases it keeps freed first; `preempted` when a higher priority
+    /// asked for it.
     pub(super) fn release(&self, k: LockedKernel, preempted: bool) {
+        k.device.free_kept_bases();
         let live = k.device.live_device_bytes();
         let peak = k.device.take_peak_device_bytes();
         let held = k.lock.held_for();

@@ -26,6 +26,14 @@ pub struct LockedKernel {
     pub(super) probes: Mutex<(Instant, Duration)>,
 }
 
+impl Drop for LockedKernel {
+    /// The bases the device keeps go before its lock (a claim dropped without releasing its
+    /// devices one by one, after a panic or an error, still leaves none behind).
+    fn drop(&mut self) {
+        self.device.free_kept_bases();
+    }
+}
+
 impl LockedKernel {
     /// A device just taken: its lock, the probe for higher requests, and our own flag on it.
     pub(super) fn new(

@@ -58,10 +58,13 @@ pub struct GpuClaim {
 impl GpuClaim {
     /// A claim on this process's devices (those in `only`, if given); `None` when there are no
     /// devices or the lock directory cannot be used (warned: the proof runs on the CPU).
+    /// `keep_bases`, for a batch's claim, is the device memory its quotient needs: held devices
+    /// then keep each multiexp's bases for the batch's later proofs, in what memory is left.
     pub(crate) fn new(
         priority: Priority,
         only: Option<&[String]>,
         config: &Config,
+        keep_bases: Option<u64>,
     ) -> Option<GpuClaim> {
         let devices: Vec<&'static GpuDevice> = backend::devices()
             .iter()
@@ -100,6 +103,7 @@ impl GpuClaim {
             idle: Mutex::new(Vec::new()),
             shared: Mutex::new(Shared::default()),
             may_wait,
+            keep_bases,
             stop: AtomicBool::new(false),
         });
         inner.start();
@@ -132,6 +136,23 @@ impl GpuClaim {
     /// device finishes stays in `steps`, also when it is preempted.
     pub(crate) fn quotient_steps(&mut self, steps: &mut QuotientSteps) -> QuotientOnGpu {
         self.inner.quotient_steps(steps)
+    }
+
+    /// This claim's part of the report of the proof just done, the devices kept for the next
+    /// proof of its batch (a higher priority still takes them at any time).
+    pub(crate) fn proof_done(&mut self) -> ProofReport {
+        self.inner.proof_done()
+    }
+
+    /// Before a batch's next proof: takes the devices that are free, and waits, as at the
+    /// claim's start, for a lower priority to hand one over if none is held.
+    pub(crate) fn next_proof(&mut self) {
+        if self.inner.shared().holding.is_empty() {
+            self.inner.start();
+        } else {
+            let taken = self.inner.try_take();
+            lock(&self.inner.idle).extend(taken);
+        }
     }
 
     /// Releases every device; returns this claim's part of the proof's report.

@@ -8,7 +8,7 @@ use super::queue::{Flight, SplitMultiexp};
 use super::rates::{call_chunks, learn_gpu_rate, learned, next_batch, TARGET_BATCH};
 use super::LockedKernel;
 use crate::gpu::error::GpuError;
-use crate::gpu::multiexp::{GpuCurve, PieceSums};
+use crate::gpu::multiexp::{GpuCurve, KeepOnDevice, PieceSums, QueryKey};
 use group::Group;
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -60,11 +60,21 @@ impl ClaimInner {
             let range = first.start..last.end;
             let ends: Vec<usize> = run.iter().map(|c| c.end - range.start).collect();
             let started = Instant::now();
+            let keep = self.keep_bases.map(|reserve| KeepOnDevice {
+                query: QueryKey {
+                    group: G::NAME,
+                    address: bases.address(),
+                    len: bases.len(),
+                },
+                offset: range.start,
+                budget: k.device.kept_bases_budget(reserve),
+            });
             let result = k.device.multiexp(
                 bases.range(range.clone()),
                 &scalars[range.clone()],
                 &ends,
                 &|| k.should_yield(),
+                keep,
             );
             flight.chunks.fetch_sub(run.len(), Ordering::Relaxed);
             self.shared().counts.bases_uploaded_bytes += result.bases_uploaded;
