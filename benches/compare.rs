@@ -7,7 +7,8 @@
 //! cargo bench --bench compare -- msm-g2 K REPS   # G2 multiexp
 //! cargo bench --bench compare -- fft K REPS      # FFT of 2^K scalars
 //! cargo bench --bench compare -- batch K N REPS  # setup once, then best of REPS batches of N
-//!                                                 # proofs of 2^K (`create_proof_batch_with_options`)
+//!                                                 # proofs of 2^K (`create_proof_batch_with_options`;
+//!                                                 # a fifth word `no-keep`: bases not kept on devices)
 //! cargo bench --bench compare -- compat K REPS  # the same circuit through bellpepper-core 0.4
 //!                                                 # and 0.2 (`compat::bellperson`), alternately
 //! cargo bench --features gpu --bench compare -- gpu-fft K REPS   # the same on the first GPU,
@@ -236,16 +237,17 @@ fn gpu_arith(k: u32, iters: u32) {
 /// Times a batch of `count` proofs of the squares circuit at 2^k through
 /// `create_proof_batch_with_options` (the GPU when the feature is on), best of `reps`; prints the
 /// batch's time and, from its reports, the synthesis and the time after it, so the overlap of the
-/// two can be judged. Every batch is verified.
-fn batch(k: u32, count: usize, reps: usize) {
+/// two can be judged, and the bases that went up to the devices (`keep`: kept on them between
+/// proofs, [`ProveOptions::keep_bases_on_device`]). Every batch is verified.
+fn batch(k: u32, count: usize, reps: usize, keep: bool) {
     let c = Squares::log2(k);
     let t = Instant::now();
     let params = generate_random_parameters(c, &mut thread_rng()).expect("setup");
     println!("ours setup 2^{k}: {:.3} s", t.elapsed().as_secs_f64());
     let pvk = prepare_verifying_key(&params.vk);
     let input = [c.output::<Scalar>()];
-    let options = ProveOptions::default();
-    let mut best = (f64::MAX, 0.0, 0);
+    let options = ProveOptions::default().keep_bases_on_device(keep);
+    let mut best = (f64::MAX, 0.0, 0, Vec::new());
     for _ in 0..reps.max(1) {
         let rs = |_| Scalar::random(thread_rng());
         let (r, s) = ((0..count).map(rs).collect(), (0..count).map(rs).collect());
@@ -259,16 +261,22 @@ fn batch(k: u32, count: usize, reps: usize) {
         // Each report's synthesis is its own circuit's, made beside the proofs before it.
         let synthesis: f64 = out.iter().map(|(_, r)| r.synthesis.as_secs_f64()).sum();
         let shaped = out.iter().filter(|(_, r)| r.shape_used).count();
+        let uploaded: Vec<u64> = out.iter().map(|(_, r)| r.bases_uploaded_bytes).collect();
         if total < best.0 {
-            best = (total, synthesis, shaped);
+            best = (total, synthesis, shaped, uploaded);
         }
     }
+    let mb = |bytes: u64| bytes as f64 / 1e6;
     println!(
         "ours batch 2^{k} x {count}: {:.3} s (the witnesses' synthesis {:.3} s in all, beside the proofs; \
-         {} of {count} from the first one's shape)",
+         {} of {count} from the first one's shape); bases uploaded {:.0} MB in all, {:.0} MB by the \
+         first proof ({})",
         best.0,
         best.1,
-        best.2
+        best.2,
+        mb(best.3.iter().sum()),
+        mb(best.3.first().copied().unwrap_or(0)),
+        if keep { "kept on the devices" } else { "not kept" }
     );
 }
 
@@ -375,7 +383,7 @@ fn main() {
         .filter(|a| a != "--bench")
         .collect();
     let usage = "usage: compare prove|compat|shape|msm|msm-g2|fft K REPS | compare shape-sha256 BLOCKS REPS \
-                 | compare batch K N REPS";
+                 | compare batch K N REPS [no-keep]";
     let (Some(cmd), Some(k), reps) = (args.first(), args.get(1), args.get(2)) else {
         eprintln!("{usage}");
         return;
@@ -404,7 +412,8 @@ fn main() {
         "batch" => {
             let count = args.get(2).and_then(|c| c.parse().ok()).unwrap_or(10);
             let reps = args.get(3).and_then(|r| r.parse().ok()).unwrap_or(1);
-            batch(k, count, reps);
+            let keep = args.get(4).map(String::as_str) != Some("no-keep");
+            batch(k, count, reps, keep);
         }
         "compat" => compat(k, reps),
         "shape" => {
