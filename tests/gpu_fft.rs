@@ -19,6 +19,15 @@ fn kernel() -> FftKernel {
 #[test]
 fn gpu_transforms_equal_cpu() {
     let k = kernel();
+    for launch_values in [0, 1 << 9] {
+        // The default (one launch per pass at these sizes), then launches of 512 values: the
+        // passes over larger transforms go in slices of work-groups.
+        k.limit_launch_values(launch_values);
+        transforms_equal_cpu(&k);
+    }
+}
+
+fn transforms_equal_cpu(k: &FftKernel) {
     let rng = &mut ChaCha20Rng::seed_from_u64(41);
     let g = Scalar::MULTIPLICATIVE_GENERATOR;
     let g_inv = g.invert().unwrap();

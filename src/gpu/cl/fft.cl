@@ -39,10 +39,12 @@ __kernel void FN(bit_reverse)(__global FIELD *a, uint log_n) {
 #define BR_ROW (BR_SIDE + 1)
 #define BR_TILE (BR_SIDE * BR_ROW)
 
-__kernel void FN(bit_reverse_tiles)(__global FIELD *a, uint log_n) {
+// Launched in slices of work-groups (`group_offset`: the slice's first), so that a higher
+// priority waits for one slice, not for a whole pass over the values.
+__kernel void FN(bit_reverse_tiles)(__global FIELD *a, uint log_n, uint group_offset) {
     // Limb k of entry e of tile s at word (2 k + s) BR_TILE + e.
     __local uint t[FIELD_LIMBS * 2 * BR_TILE];
-    uint m = get_group_id(0);
+    uint m = get_group_id(0) + group_offset;
     uint rm = FN(bit_reversed)(m, log_n - 2 * BR_BITS);
     if (m > rm) return;
     uint lid = get_local_id(0);
@@ -91,13 +93,14 @@ void FN(local_set)(__local uint *s, uint i, FIELD x) {
 // above bit `first`: one work-group of 2^(deg - 1) items loads such a group of 2^deg values
 // (stride 2^first) into local memory and runs the rounds there. In global round `first + r` the
 // butterfly at position j of its block uses w^(j n / 2^(first + r + 1)), that is
-// w^((j 2^first + low) 2^(log_n - 1 - first - r)) for the group's low bits `low`.
+// w^((j 2^first + low) 2^(log_n - 1 - first - r)) for the group's low bits `low`. Launched in
+// slices of work-groups, as the bit reversal (`group_offset`: the slice's first).
 __kernel void FN(radix_rounds)(__global FIELD *a, __global const FIELD *tw_lo,
                                __global const FIELD *tw_hi, uint lo_bits, uint log_n,
-                               uint first, uint deg) {
+                               uint first, uint deg, uint group_offset) {
     __local uint u[FIELD_LIMBS << FFT_MAX_DEG];
     uint lid = get_local_id(0);
-    uint group = get_group_id(0);
+    uint group = get_group_id(0) + group_offset;
     uint half_size = 1u << (deg - 1);
     uint stride = 1u << first;
     uint low = group & (stride - 1);

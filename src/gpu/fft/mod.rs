@@ -14,6 +14,7 @@ use super::program::{build, BuiltProgram};
 use super::source;
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 mod quotient;
@@ -29,6 +30,11 @@ const MAX_DEG: u32 = 8;
 /// Index bits on each side of a bit reversal's tile (`BR_BITS` in `cl/fft.cl`): its work-groups
 /// have `2^(2 REVERSAL_TILE_BITS)` items.
 const REVERSAL_TILE_BITS: u32 = 4;
+/// Values one launch of the bit reversal or of a pass of radix rounds covers at most: a pass
+/// over 2^27 values in one launch took up to about 26 ms on the H100, all of it waited out by a
+/// higher priority asking for the device; a slice of 2^24 values takes about an eighth of that
+/// (each slice is waited for, probing, before the next is enqueued).
+const LAUNCH_VALUES: usize = 1 << 24;
 
 /// The domain of size `2^log_n`: its generator and its inverse, and `1 / n`.
 fn domain_constants(log_n: u32) -> Result<(Scalar, Scalar, Scalar), GpuError> {
@@ -84,6 +90,9 @@ pub struct FftKernel {
     max_deg: u32,
     /// Whether the device's work-groups are large enough for the bit reversal by tiles.
     tiled_reversal: bool,
+    /// Values a launch of the bit reversal or of a pass of rounds covers at most
+    /// ([`LAUNCH_VALUES`]; tests make it small to cross many launches).
+    launch_values: AtomicUsize,
     /// This kernel's device buffers.
     memory: DeviceMemory,
 }
@@ -97,8 +106,17 @@ impl FftKernel {
             program: build(device, &source::fft_source(), "")?,
             max_deg,
             tiled_reversal: max_wg >= 1 << (2 * REVERSAL_TILE_BITS),
+            launch_values: AtomicUsize::new(LAUNCH_VALUES),
             memory: DeviceMemory::default(),
         })
+    }
+
+    /// Covers at most `values` values per launch of the bit reversal and of each pass of rounds
+    /// (0: the default, 2^24), so that a test on small transforms crosses many launches.
+    #[doc(hidden)]
+    pub fn limit_launch_values(&self, values: usize) {
+        let values = if values == 0 { LAUNCH_VALUES } else { values };
+        self.launch_values.store(values, Ordering::Relaxed);
     }
 
     /// One small quotient, checked against the CPU's, so that the kernels are loaded and the
@@ -305,9 +323,10 @@ fn log_size(n: usize) -> Result<u32, GpuError> {
 #[allow(unsafe_code)]
 fn enqueue(kernel: &ocl::Kernel) -> Result<ocl::Event, GpuError> {
     // SAFETY: every kernel of fft.cl bounds-checks its work-item index against the size argument
-    // it is given, or is launched over exactly the values it indexes: radix_rounds with n / 2
-    // items in groups of 2^(deg - 1) over a buffer of n values, bit_reverse_tiles with n items in
-    // groups of 256 for n = 2^log_n, log_n >= 8 (each group's two tiles lie inside the n values);
+    // it is given, or is launched over exactly the values it indexes: radix_rounds in groups of
+    // 2^(deg - 1) items whose group index plus `group_offset` stays below n / 2^deg over a buffer
+    // of n values, bit_reverse_tiles in groups of 256 whose index plus `group_offset` stays below
+    // n / 256 for n = 2^log_n, log_n >= 8 (each group's two tiles lie inside the n values);
     // the callers size each buffer for that many elements (n values, the power tables' 2^lo_bits
     // and 2^(bits - lo_bits) entries with `bits` checked against the transform's, one constant)
     // with the argument types of the kernel's signature.

@@ -81,14 +81,28 @@ impl FftKernel {
             )));
         }
         let n = 1usize << log_n;
-        let mut kernel = if self.tiled_reversal && log_n >= 2 * REVERSAL_TILE_BITS {
+        let launch_values = self
+            .launch_values
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if self.tiled_reversal && log_n >= 2 * REVERSAL_TILE_BITS {
             let tile = 1 << (2 * REVERSAL_TILE_BITS);
-            self.kernel("Fr_bit_reverse_tiles", n, Some(tile))?
+            for (offset, groups) in slices(n / tile, launch_values / tile) {
+                let kernel = self
+                    .kernel("Fr_bit_reverse_tiles", groups * tile, Some(tile))?
+                    .arg(&**data)
+                    .arg(log_n)
+                    .arg(offset)
+                    .build()?;
+                self.launch(&kernel, interrupt)?;
+            }
         } else {
-            self.kernel("Fr_bit_reverse", n, None)?
-        };
-        let kernel = kernel.arg(&**data).arg(log_n).build()?;
-        self.launch(&kernel, interrupt)?;
+            let kernel = self
+                .kernel("Fr_bit_reverse", n, None)?
+                .arg(&**data)
+                .arg(log_n)
+                .build()?;
+            self.launch(&kernel, interrupt)?;
+        }
         phases.mark(&self.program.queue, "bit reversal")?;
         // The rounds spread evenly over the fewest launches: each launch's work-groups hold
         // 2^(deg - 1) work-items, and filled greedily (8, 8, 8, 1 at 2^25) the last launch ran
@@ -97,17 +111,21 @@ impl FftKernel {
         let mut first = 0;
         for launch in 0..launches {
             let deg = (log_n - first).div_ceil(launches - launch);
-            let kernel = self
-                .kernel("Fr_radix_rounds", n / 2, Some(1 << (deg - 1)))?
-                .arg(&**data)
-                .arg(&*twiddles.lo)
-                .arg(&*twiddles.hi)
-                .arg(twiddles.lo_bits)
-                .arg(log_n)
-                .arg(first)
-                .arg(deg)
-                .build()?;
-            self.launch(&kernel, interrupt)?;
+            let items = 1usize << (deg - 1);
+            for (offset, groups) in slices(n >> deg, launch_values >> deg) {
+                let kernel = self
+                    .kernel("Fr_radix_rounds", groups * items, Some(items))?
+                    .arg(&**data)
+                    .arg(&*twiddles.lo)
+                    .arg(&*twiddles.hi)
+                    .arg(twiddles.lo_bits)
+                    .arg(log_n)
+                    .arg(first)
+                    .arg(deg)
+                    .arg(offset)
+                    .build()?;
+                self.launch(&kernel, interrupt)?;
+            }
             phases.mark(&self.program.queue, "rounds")?;
             first += deg;
         }
@@ -156,5 +174,27 @@ impl FftKernel {
             .arg(n as u32)
             .build()?;
         self.launch(&kernel, interrupt)
+    }
+}
+
+/// `groups` work-groups in launches of at most `per_launch` (at least one): each launch's first
+/// group (the kernel's `group_offset`) and its number of groups.
+fn slices(groups: usize, per_launch: usize) -> impl Iterator<Item = (u32, usize)> {
+    let per_launch = per_launch.max(1);
+    (0..groups)
+        .step_by(per_launch)
+        .map(move |first| (first as u32, per_launch.min(groups - first)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slices;
+
+    #[test]
+    fn slices_cover_the_groups_once_in_order() {
+        assert_eq!(slices(10, 4).collect::<Vec<_>>(), [(0, 4), (4, 4), (8, 2)]);
+        assert_eq!(slices(8, 8).collect::<Vec<_>>(), [(0, 8)]);
+        assert_eq!(slices(3, 0).collect::<Vec<_>>(), [(0, 1), (1, 1), (2, 1)]);
+        assert_eq!(slices(0, 4).count(), 0);
     }
 }
