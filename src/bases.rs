@@ -1,19 +1,19 @@
 //! A query's bases as the prover reads them: points in memory, or their encodings in a mapped
 //! parameter file ([`crate::groth16::MappedParameters`]), decoded where they are used.
 //!
-//! A mapped query is never decoded whole, and what is read through the mapping is handed back
-//! to the kernel once read (`madvise(MADV_DONTNEED)`: the pages stay in the page cache, so the
-//! next proof reads them from memory, but they leave this process's resident set):
+//! A mapped query is never decoded whole, and its encodings are never read through the mapping:
+//! they are read from the file (`pread`, [`MappedFile::read_at`]), from the page cache when the
+//! file is there, mapping no page into this process (nothing to fault in or to give back, and a
+//! file cut short under the mapping is a read error, not a `SIGBUS`):
 //! - On the GPU path the query goes to the scheduler whole. A device's piece uploads the
-//!   encodings as they are, as many bytes as the points, read from the file (`pread`, from the
-//!   page cache, mapping no page: [`MappedFile::read_at`]), and the device decodes them
-//!   (`gpu/cl/decode.cl`, with blst's checks): the host does about the work of copying points in
-//!   memory. A CPU chunk decodes its own range through the mapping ([`Bases::points`]).
+//!   encodings as they are, as many bytes as the points, read straight into the staging memory,
+//!   and the device decodes them (`gpu/cl/decode.cl`, with blst's checks): the host does about
+//!   the work of copying points in memory. A CPU chunk decodes its own range
+//!   ([`Bases::points`]).
 //! - On the CPU path ([`Bases::for_each_window`]) the prover walks the query in windows of
 //!   [`window_terms`] points (an eighth of the query, 48 to 384 MiB), decoding the next window on
 //!   another thread while the current one's multiexp runs. A proof's resident memory for a mapped
-//!   query is then about two decoded windows and two windows of file pages, whatever the file's
-//!   size.
+//!   query is then about two decoded windows, whatever the file's size.
 
 use crate::curve::CurveAffine;
 use crate::multicore;
@@ -54,10 +54,11 @@ pub(crate) fn window_terms(len: usize, size: usize, windows: usize) -> usize {
 
 /// A parameter file mapped read-only into memory.
 ///
-/// The file must not change while it is mapped. A file truncated under the mapping makes the
-/// kernel raise `SIGBUS` on the next read of a lost page through the mapping, which ends the
-/// process (reads with [`MappedFile::read_at`] get an error instead); a file
-/// rewritten in place gives other points, which decoding rejects when they are not valid
+/// The file must not change while it is mapped. Its points are read with
+/// [`MappedFile::read_at`], never through the mapping, so a file truncated meanwhile gives read
+/// errors, not the `SIGBUS` a read of a lost page through the mapping would raise (the mapping
+/// stays for the address that names a query, [`Bases::address`], and off Unix for the reads); a
+/// file rewritten in place gives other points, which decoding rejects when they are not valid
 /// encodings and which otherwise make proofs that do not verify. Replace a parameter file by
 /// writing a new one and renaming it over the old: a mapping keeps the file it was made from.
 pub(crate) struct MappedFile {
@@ -95,7 +96,7 @@ impl MappedFile {
     /// there is no page fault a page and nothing to give back afterwards (the device's uploads
     /// read so, straight into the staging memory: faster than copying through the mapping with
     /// its pages released, docs/BENCHMARKS.md). A file cut shorter under the mapping is an error
-    /// here.
+    /// here. Every read of the points goes through this.
     pub(crate) fn read_at(&self, offset: usize, out: &mut [u8]) -> io::Result<()> {
         #[cfg(unix)]
         {
@@ -116,20 +117,6 @@ impl MappedFile {
     /// The mapped bytes.
     pub(crate) fn bytes(&self) -> &[u8] {
         &self.map
-    }
-
-    /// Hands the pages of `range` back to the kernel: they leave this process's resident set
-    /// and stay in the page cache. Failure only leaves them resident, so it is logged.
-    pub(crate) fn release(&self, range: Range<usize>) {
-        #[cfg(unix)]
-        if let Err(e) = self
-            .map
-            .advise_range(memmap2::Advice::DontNeed, range.start, range.len())
-        {
-            log::debug!("mapped parameters: pages not released ({e})");
-        }
-        #[cfg(not(unix))]
-        let _ = range;
     }
 }
 
@@ -268,8 +255,8 @@ impl<'a, G: CurveAffine + UncompressedEncoding> Bases<'a, G> {
     }
 
     /// The points, decoded if mapped (on the pool of the calling thread, if it is one of the
-    /// crate's: [`multicore::install`]), the file's pages released after; or what is wrong with
-    /// the first that is not a point on the curve ([`invalid_bases`] makes it an error).
+    /// crate's: [`multicore::install`]); or what is wrong with the first that is not a point on
+    /// the curve or could not be read ([`invalid_bases`] makes it an error).
     #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
     pub(crate) fn points(&self) -> Result<std::borrow::Cow<'a, [G]>, String> {
         match self.repr {
@@ -321,7 +308,7 @@ impl<'a, G: CurveAffine + UncompressedEncoding> Bases<'a, G> {
     /// Calls `each(points, range)` on consecutive ranges that cover `0..self.len()` and their
     /// points, in order, and stops at its first error. Points in memory come as one slice; a
     /// mapped section comes in decoded windows, the next one decoded on another thread while
-    /// `each` runs, each window's file pages released once it is decoded.
+    /// `each` runs.
     pub(crate) fn for_each_window(
         &self,
         each: impl FnMut(&[G], Range<usize>) -> Result<(), SynthesisError>,
@@ -411,42 +398,96 @@ pub(crate) fn encoded_size<G: UncompressedEncoding>() -> usize {
     G::Uncompressed::default().as_ref().len()
 }
 
+/// Encodings each decoding thread reads from the file at once (`pread` into a buffer of its own):
+/// 384 KiB of G1, 768 KiB of G2.
+const READ_POINTS: usize = 1 << 12;
+
+/// A decoding thread's last read: `READ_POINTS` encodings from point `first` on (`usize::MAX`:
+/// none yet), or the error that read gave.
+struct ReadBlock {
+    first: usize,
+    bytes: Vec<u8>,
+    error: Option<io::Error>,
+}
+
 impl Encoded<'_> {
     /// The points of `range`, decoded in parallel on the crate's pool into `into` (emptied
     /// first; its capacity is kept) (each encoding must be a point on the curve: blst's check;
-    /// the subgroup is checked when the file is opened with `checked`), then the range's pages
-    /// released.
+    /// the subgroup is checked when the file is opened with `checked`). The encodings are read
+    /// from the file ([`MappedFile::read_at`]), not through the mapping: a file cut short under
+    /// the mapping is an error naming the points that could not be read, never a `SIGBUS`, and
+    /// no page is mapped into the process, so none is left resident.
     fn decode<G: CurveAffine + UncompressedEncoding>(
         &self,
         range: Range<usize>,
         into: Vec<G>,
     ) -> Result<Vec<G>, String> {
         let size = encoded_size::<G>();
-        let bytes = self.start + range.start * size..self.start + range.end * size;
         // Written in place by all cores (an indexed extend: each thread faults in and fills its
         // own part of the vector); the first bad point is remembered and the window rejected.
         // Collecting into a `Result` instead gathers per-thread pieces and copies them into
         // one vector on one thread, which left a 16-core host decoding at the speed of two.
+        // Each thread reads the blocks of `READ_POINTS` encodings its indices fall in (rayon
+        // hands a thread runs of at least a block), keeping the last in a buffer of its own.
         let first_bad = AtomicUsize::new(usize::MAX);
+        let unread = AtomicUsize::new(usize::MAX);
+        let read_error: std::sync::Mutex<Option<io::Error>> = std::sync::Mutex::new(None);
         let mut decoded = into;
         decoded.clear();
         decoded.reserve(range.len());
         multicore::install(|| {
             decoded.par_extend(
-                self.file.bytes()[bytes.clone()]
-                    .par_chunks_exact(size)
-                    .enumerate()
-                    .map(|(i, encoding)| {
-                        let mut repr = G::Uncompressed::default();
-                        repr.as_mut().copy_from_slice(encoding);
-                        Option::from(G::from_uncompressed_unchecked(&repr)).unwrap_or_else(|| {
-                            first_bad.fetch_min(range.start + i, Ordering::Relaxed);
-                            G::identity()
-                        })
-                    }),
+                range
+                    .clone()
+                    .into_par_iter()
+                    .with_min_len(READ_POINTS)
+                    .map_init(
+                        || ReadBlock {
+                            first: usize::MAX,
+                            bytes: Vec::new(),
+                            error: None,
+                        },
+                        |block, index| {
+                            let first = index - index % READ_POINTS;
+                            if block.first != first {
+                                let end = (first + READ_POINTS).min(self.len);
+                                block.first = first;
+                                block.bytes.resize((end - first) * size, 0);
+                                block.error = self
+                                    .file
+                                    .read_at(self.start + first * size, &mut block.bytes)
+                                    .err();
+                            }
+                            if let Some(e) = block.error.take() {
+                                if unread.fetch_min(index, Ordering::Relaxed) > index {
+                                    *read_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                                }
+                            }
+                            if unread.load(Ordering::Relaxed) <= index {
+                                return G::identity();
+                            }
+                            let at = (index - first) * size;
+                            let mut repr = G::Uncompressed::default();
+                            repr.as_mut().copy_from_slice(&block.bytes[at..at + size]);
+                            Option::from(G::from_uncompressed_unchecked(&repr)).unwrap_or_else(
+                                || {
+                                    first_bad.fetch_min(index, Ordering::Relaxed);
+                                    G::identity()
+                                },
+                            )
+                        },
+                    ),
             )
         });
-        self.file.release(bytes);
+        if let Some(e) = read_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            let from = unread.into_inner();
+            return Err(format!(
+                "{}[{}..{}] could not be read from the mapped parameter file: {e}",
+                self.section,
+                self.first + from,
+                self.first + range.end
+            ));
+        }
         match first_bad.into_inner() {
             usize::MAX => Ok(decoded),
             index => Err(invalid_point_message(self.section, self.first + index)),

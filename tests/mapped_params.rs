@@ -171,6 +171,35 @@ fn a_corrupt_point_fails_the_checked_open_and_the_unchecked_proof() {
 }
 
 #[test]
+fn a_file_cut_short_after_open_fails_the_proof_naming_the_points_never_a_sigbus() {
+    use preemptible_groth16::groth16::{create_proof_with_options, ProveOptions};
+    let (params, bytes) = params();
+    let starts = query_starts(params);
+    // Cut inside b_g1, after its fifth point: the points are read from the file, not through
+    // the mapping, so the lost part is a read error (through the mapping it would be a SIGBUS,
+    // which ends the test process).
+    let cut = starts[3] + 5 * 96 + 10;
+    for use_gpu in [false, true] {
+        let file = temp_file("cut", bytes);
+        let mapped = MappedParameters::open(file.path(), false).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(file.path())
+            .unwrap()
+            .set_len(cut as u64)
+            .unwrap();
+        let options = ProveOptions::default().use_gpu(use_gpu);
+        let err = create_proof_with_options(CIRCUIT, &mapped, Scalar::ONE, Scalar::ONE, &options)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("could not be read") && err.contains("b_g"),
+            "GPU allowed: {use_gpu}: {err}"
+        );
+    }
+}
+
+#[test]
 fn a_missing_file_is_an_io_error() {
     let dir = tempfile::Builder::new()
         .prefix("mapped-params-")

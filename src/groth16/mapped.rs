@@ -18,7 +18,6 @@ use group::prime::PrimeCurveAffine;
 use group::UncompressedEncoding;
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// Proving parameters in a mapped file, in the format of [`Parameters::write`]: the verifying
@@ -26,10 +25,11 @@ use std::path::{Path, PathBuf};
 /// device), so that a proof holds a small part of them decoded (`docs/BENCHMARKS.md`, "Memory:
 /// mapped parameters").
 ///
-/// The file must not change while it is mapped: truncating it makes the next read of a lost
-/// page through the mapping (the CPU's decoding) end the process with `SIGBUS` (a device's
-/// upload, which reads the file, fails with an error), and rewriting it in place gives other
-/// points (decoding rejects those off the curve; others make proofs that fail verification).
+/// The file must not change while it is mapped: truncating it makes the proofs that read the
+/// lost part fail with an error naming the points that could not be read (the points are read
+/// from the file with `pread`, not through the mapping, so there is no `SIGBUS`), and rewriting
+/// it in place gives other points (decoding rejects those off the curve; others make proofs that
+/// fail verification).
 /// Replace a file by renaming a new one over it; an open `MappedParameters` keeps reading the
 /// old one.
 ///
@@ -122,7 +122,8 @@ impl MappedParameters {
     }
 
     /// Checks every query point as [`super::Parameters::read`] with `checked` does, a block at a
-    /// time, releasing each block's pages once checked.
+    /// time, read from the file (not through the mapping: a file cut short meanwhile is an
+    /// error, and no page stays resident).
     fn check_points(&self) -> Result<(), ReadError> {
         self.check_section::<G1Affine>(self.h, "h")?;
         self.check_section::<G1Affine>(self.l, "l")?;
@@ -136,19 +137,14 @@ impl MappedParameters {
         G: UncompressedEncoding + PrimeCurveAffine,
     {
         let size = encoded_size::<G>();
+        let mut bytes = Vec::new();
         for first in (0..section.len).step_by(READ_BLOCK) {
             let count = READ_BLOCK.min(section.len - first);
-            let start = section.start + first * size;
-            let bytes: Range<usize> = start..start + count * size;
-            let checked = decode_block::<G>(
-                &self.file.bytes()[bytes.clone()],
-                name,
-                first,
-                true,
-                Identity::Rejected,
-            );
-            self.file.release(bytes);
-            checked?;
+            bytes.resize(count * size, 0);
+            self.file
+                .read_at(section.start + first * size, &mut bytes)
+                .map_err(io_error(name))?;
+            decode_block::<G>(&bytes, name, first, true, Identity::Rejected)?;
         }
         Ok(())
     }
