@@ -1086,3 +1086,35 @@ fn a_batch_preempted_frees_the_bases_it_kept_before_it_yields() {
         }
     });
 }
+
+#[test]
+fn a_device_out_of_memory_with_bases_kept_frees_them_and_keeps_proving() {
+    use preemptible_groth16::gpu::test_hooks::limit_device_memory;
+    let _g = setup("kept-bases-oom");
+    struct Unlimit;
+    impl Drop for Unlimit {
+        fn drop(&mut self) {
+            limit_device_memory(None);
+        }
+    }
+    let _unlimit = Unlimit;
+    let (_, short) = long_and_short();
+    // Room for any one call of the short circuit (128 bytes a term, the H query's 2^13 at most;
+    // the quotient's three vectors), not for that beside all its kept bases.
+    let total = query_bytes(&short.params);
+    let limit = 3 * 128 * (1 << 13) / 2;
+    assert!(limit < total, "{limit} {total}");
+    limit_device_memory(Some(limit));
+    let reports = batch_uploads(short, 3, true);
+    let out_of_memory: u64 = reports.iter().map(|r| r.out_of_memory).sum();
+    assert!(out_of_memory >= 1, "{reports:?}");
+    for report in &reports {
+        assert_eq!(report.gpu_failures, 0, "{report:?}");
+        assert!(report.gpu_chunks_total() > 0, "{report:?}");
+    }
+    // Keeping stopped: the later proofs upload their bases again.
+    assert!(reports[2].bases_uploaded_bytes > 0, "{reports:?}");
+    for device in preemptible_groth16::gpu::backend::devices() {
+        assert_eq!(device.live_device_bytes(), 0, "{}", device.id);
+    }
+}

@@ -67,7 +67,10 @@ impl GpuDevice {
             } else {
                 0
             };
-        let bytes = self.engine.multiexp_bytes(kernel_bytes, bases.len());
+        // What the device holds already (bases kept for a batch) counts against an injected
+        // limit too.
+        let bytes =
+            self.engine.multiexp_bytes(kernel_bytes, bases.len()) + self.engine.live_device_bytes();
         if let Err(e) = test_hooks::fits(bytes) {
             return refused(e);
         }
@@ -89,9 +92,10 @@ impl GpuDevice {
         }
     }
 
-    /// Frees the bases this device keeps (before its lock is released).
-    pub(crate) fn free_kept_bases(&self) {
-        self.engine.free_kept_bases();
+    /// Frees the bases this device keeps (before its lock is released); returns the bytes they
+    /// took.
+    pub(crate) fn free_kept_bases(&self) -> u64 {
+        self.engine.free_kept_bases()
     }
 
     /// Device memory that bases kept for a batch may take: what is left of nine tenths of the
@@ -117,7 +121,7 @@ impl GpuDevice {
         c: &[Scalar],
         interrupt: &dyn Fn() -> bool,
     ) -> Result<Vec<ScalarRepr>, GpuError> {
-        Self::quotient_allowed(a.len().max(b.len()).max(c.len()))?;
+        self.quotient_allowed(a.len().max(b.len()).max(c.len()))?;
         self.engine.quotient(a, b, c, interrupt)
     }
 
@@ -128,15 +132,18 @@ impl GpuDevice {
         steps: &mut QuotientSteps,
         interrupt: &dyn Fn() -> bool,
     ) -> Result<Vec<ScalarRepr>, GpuError> {
-        Self::quotient_allowed(steps.n)?;
+        self.quotient_allowed(steps.n)?;
         self.engine.quotient_steps(steps, interrupt)
     }
 
-    /// Whether the injected failures and memory limit (three vectors of the domain's size)
-    /// allow a quotient of `values` values ([`test_hooks`]).
-    fn quotient_allowed(values: usize) -> Result<(), GpuError> {
+    /// Whether the injected failures and memory limit (three vectors of the domain's size,
+    /// beside what the device holds already) allow a quotient of `values` values
+    /// ([`test_hooks`]).
+    fn quotient_allowed(&self, values: usize) -> Result<(), GpuError> {
         test_hooks::injected()?;
-        test_hooks::fits(3 * 32 * values.max(1).next_power_of_two() as u64)
+        test_hooks::fits(
+            3 * 32 * values.max(1).next_power_of_two() as u64 + self.engine.live_device_bytes(),
+        )
     }
 
     /// Whether this device can run the quotient (its FFT program built).

@@ -33,8 +33,8 @@ pub(crate) trait Engine: Send + Sync + fmt::Debug {
         keep: Option<KeepOnDevice>,
     ) -> AnySums;
 
-    /// Frees the bases kept on the device.
-    fn free_kept_bases(&self);
+    /// Frees the bases kept on the device; returns the bytes they took.
+    fn free_kept_bases(&self) -> u64;
 
     /// The device's memory in bytes, for the budget of kept bases.
     fn memory_bytes(&self) -> u64;
@@ -116,8 +116,8 @@ impl Engine for OpenClEngine {
         }
     }
 
-    fn free_kept_bases(&self) {
-        self.multiexp.free_kept_bases();
+    fn free_kept_bases(&self) -> u64 {
+        self.multiexp.free_kept_bases()
     }
 
     fn memory_bytes(&self) -> u64 {

@@ -278,10 +278,11 @@ impl FakeDevice {
         }
     }
 
-    /// Forgets the kept points.
-    pub fn free_kept_bases(&self) {
+    /// Forgets the kept points; returns their pretend bytes.
+    pub fn free_kept_bases(&self) -> u64 {
         let bytes = self.kept.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.memory.sub(bytes);
+        bytes
     }
 
     /// The pretend time of a quotient of `values` values, in multiexp terms.
@@ -403,8 +404,8 @@ impl Engine for FakeDevice {
         }
     }
 
-    fn free_kept_bases(&self) {
-        FakeDevice::free_kept_bases(self);
+    fn free_kept_bases(&self) -> u64 {
+        FakeDevice::free_kept_bases(self)
     }
 
     /// Without limit: the tests' memory limits apply per call (`test_hooks`).

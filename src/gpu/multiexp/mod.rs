@@ -140,14 +140,16 @@ impl MultiexpKernel {
     }
 
     /// Frees the bases kept on the device ([`MultiexpKernel::multiexp_keeping_bases`]): done
-    /// before the device is released, and whenever the bases' owner may let them go.
-    pub fn free_kept_bases(&self) {
+    /// before the device is released, and whenever the bases' owner may let them go. Returns
+    /// the bytes they took.
+    pub fn free_kept_bases(&self) -> u64 {
         let bytes = self
             .resident
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
         self.memory.sub(bytes);
+        bytes
     }
 
     /// The most device memory this kernel's multiexps held at once since the last call.

@@ -33,6 +33,9 @@ pub(super) struct Shared {
     pub(super) lost_at: Option<Instant>,
     /// The most chunks per call after a device ran out of memory, per device and group.
     pub(super) batch_cap: HashMap<(String, &'static str), usize>,
+    /// Devices that keep no bases for the rest of the claim: they ran out of memory with bases
+    /// kept, which were freed then.
+    pub(super) keep_no_bases: HashSet<String>,
 }
 
 /// A flag this prover raised on a device someone else holds.
@@ -349,7 +352,7 @@ impl ClaimInner {
     /// Releases a device, the bases it keeps freed first; `preempted` when a higher priority
     /// asked for it.
     pub(super) fn release(&self, k: LockedKernel, preempted: bool) {
-        k.device.free_kept_bases();
+        let _ = k.device.free_kept_bases();
         let live = k.device.live_device_bytes();
         let peak = k.device.take_peak_device_bytes();
         let held = k.lock.held_for();
@@ -379,6 +382,22 @@ impl ClaimInner {
                 self.priority
             );
         }
+    }
+
+    /// After `k` ran out of memory: frees the bases it keeps and keeps none on it for the rest of
+    /// the claim (they are only a saving: the work comes first). Says whether any were freed,
+    /// that is whether the work is worth trying again at the same size.
+    pub(super) fn stop_keeping_bases(&self, k: &LockedKernel) -> bool {
+        self.shared().keep_no_bases.insert(k.device.id.clone());
+        let freed = k.device.free_kept_bases();
+        if freed > 0 {
+            log::info!(
+                "gpu: {} ran out of memory with {freed} bytes of bases kept; freed, and none kept \
+                 on it for the rest of this claim",
+                k.device.id
+            );
+        }
+        freed > 0
     }
 
     /// Marks a device failed and releases it; the work goes to the CPU.

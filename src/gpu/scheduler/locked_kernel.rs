@@ -30,7 +30,7 @@ impl Drop for LockedKernel {
     /// The bases the device keeps go before its lock (a claim dropped without releasing its
     /// devices one by one, after a panic or an error, still leaves none behind).
     fn drop(&mut self) {
-        self.device.free_kept_bases();
+        let _ = self.device.free_kept_bases();
     }
 }
 

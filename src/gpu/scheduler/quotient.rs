@@ -87,7 +87,12 @@ impl ClaimInner {
             self.release(k, true);
             return QuotientOnGpu::Preempted;
         }
-        match quotient(&k) {
+        let mut result = quotient(&k);
+        if matches!(result, Err(GpuError::OutOfMemory(_))) && self.stop_keeping_bases(&k) {
+            // The bases kept for the batch took the memory: tried again without them.
+            result = quotient(&k);
+        }
+        match result {
             Ok(h) => {
                 self.shared().counts.fft_on_gpu = true;
                 lock(&self.idle).push(k);

@@ -60,15 +60,19 @@ impl ClaimInner {
             let range = first.start..last.end;
             let ends: Vec<usize> = run.iter().map(|c| c.end - range.start).collect();
             let started = Instant::now();
-            let keep = self.keep_bases.map(|reserve| KeepOnDevice {
-                query: QueryKey {
-                    group: G::NAME,
-                    address: bases.address(),
-                    len: bases.len(),
-                },
-                offset: range.start,
-                budget: k.device.kept_bases_budget(reserve),
-            });
+            let keeps = !self.shared().keep_no_bases.contains(&k.device.id);
+            let keep = self
+                .keep_bases
+                .filter(|_| keeps)
+                .map(|reserve| KeepOnDevice {
+                    query: QueryKey {
+                        group: G::NAME,
+                        address: bases.address(),
+                        len: bases.len(),
+                    },
+                    offset: range.start,
+                    budget: k.device.kept_bases_budget(reserve),
+                });
             let result = k.device.multiexp(
                 bases.range(range.clone()),
                 &scalars[range.clone()],
@@ -103,6 +107,11 @@ impl ClaimInner {
             }
             let since = result.finished_at.unwrap_or(started);
             let left = self.put_back_unfinished(&k, queue, run, kept, &e, since);
+            if matches!(e, GpuError::OutOfMemory(_)) && self.stop_keeping_bases(&k) {
+                // The kept bases took the memory: the same runs again without them.
+                self.shared().counts.out_of_memory += 1;
+                continue;
+            }
             if let Some(smaller) = self.smaller_batch_after(&k, &key, left, &e) {
                 batch = smaller;
                 continue;
