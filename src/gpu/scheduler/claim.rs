@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 pub(super) struct Shared {
     /// This claim's part of the proof's report, counted as it goes.
     pub(super) counts: ProofReport,
-    /// Devices that failed during this proof: not taken again.
+    /// Devices that failed during this claim (a proof, or a batch): not taken again by it.
     pub(super) failed: HashSet<String>,
     /// Devices this claim holds (idle or in a worker's hands).
     pub(super) holding: HashSet<String>,
