@@ -77,6 +77,7 @@ impl ClaimInner {
         held: Vec<LockedKernel>,
     ) -> Vec<LockedKernel> {
         let this = self;
+        let mapped = work.bases.as_slice().is_none();
         std::thread::scope(|scope| {
             let spawn = |k: LockedKernel| scope.spawn(move || this.gpu_worker(k, work));
             let mut workers: Vec<_> = held.into_iter().map(spawn).collect();
@@ -93,7 +94,7 @@ impl ClaimInner {
                 workers.extend(take_devices().into_iter().map(spawn));
                 let running = workers.iter().filter(|w| !w.is_finished()).count();
                 let pool = cpu_pool(this.priority, running > 0);
-                let rates = this.rates(G::NAME, pool);
+                let rates = this.rates(G::NAME, pool, mapped);
                 let next = {
                     let mut q = lock(&work.queue);
                     // An empty queue ends the loop only when no worker runs: a worker whose run
@@ -150,6 +151,7 @@ impl ClaimInner {
     ) {
         let started = Instant::now();
         let terms = range.len();
+        let mapped = work.bases.as_slice().is_none();
         // Tries for the devices every `RETURN_STEP` while the chunk is computed (without the tries,
         // at 2^24 on the H200, the device stands free 20-45 ms after each high proof while a low
         // one's CPU chunk goes on), and gives the chunk up when the devices it then holds would
@@ -163,7 +165,7 @@ impl ClaimInner {
             |elapsed| {
                 let held = held_now();
                 let queued = lock(&work.queue).iter().map(|r| r.len()).sum::<usize>();
-                let rates = self.rates(G::NAME, pool);
+                let rates = self.rates(G::NAME, pool, mapped);
                 give_up_cpu_chunk(queued, terms, elapsed, held, rates)
             },
             || {
@@ -202,9 +204,10 @@ impl ClaimInner {
         drop(s);
         let seconds = started.elapsed().as_secs_f64();
         if seconds > 0.0 {
-            learned()
-                .cpu_rate
-                .insert((G::NAME, pool), (terms as f64 / seconds, Instant::now()));
+            learned().cpu_rate.insert(
+                (G::NAME, pool, mapped),
+                (terms as f64 / seconds, Instant::now()),
+            );
         }
     }
 

@@ -36,14 +36,20 @@ pub(super) struct Learned {
     /// Terms per second of each device, per device and group (transfers included), as
     /// [`learn_gpu_rate`] learns it from the device's runs, and when it was last set or raised.
     pub(super) gpu_rate: HashMap<(String, &'static str), (f64, Instant)>,
-    /// Terms per second of the CPU's last chunk, per group and pool, and when it was measured.
+    /// Terms per second of the CPU's last chunk, per group, pool and kind of bases (mapped ones,
+    /// which the chunk decodes, or points in memory: the same pool decodes and sums, so a rate
+    /// learned on one would mislead the other), and when it was measured.
     /// Measured afresh in each proof, the CPU would take a chunk of every multiexp to time itself,
     /// and the device, done with the rest, would wait for it: 55 of a 2^20 proof's 100 ms of H
     /// query and 75 of a 2^16 proof's 90 ms of B query in G2 (H200; docs/BENCHMARKS.md). A rate
     /// older than [`CPU_RATE_LIFE`] is not used: one measured on a busy host would otherwise keep
     /// the CPU from ever taking (and timing) a chunk beside a device again.
-    pub(super) cpu_rate: HashMap<(&'static str, Pool), (f64, Instant)>,
+    pub(super) cpu_rate: HashMap<CpuRateKey, (f64, Instant)>,
 }
+
+/// What a CPU rate is learned for ([`Learned::cpu_rate`]): the group, the pool, and whether the
+/// bases are mapped.
+pub(super) type CpuRateKey = (&'static str, Pool, bool);
 
 /// How long a measured CPU rate is used ([`Learned::cpu_rate`]).
 const CPU_RATE_LIFE: Duration = Duration::from_secs(60);
@@ -55,9 +61,14 @@ pub(super) fn learned() -> MutexGuard<'static, Learned> {
 
 impl ClaimInner {
     /// The measured speeds for `group`, in terms per second: the fastest of this claim's devices
-    /// and the CPU on `pool` (`None` until each has run once in this process, and for the CPU
-    /// again once its rate is older than [`CPU_RATE_LIFE`]).
-    pub(super) fn rates(&self, group: &'static str, pool: Pool) -> (Option<f64>, Option<f64>) {
+    /// and the CPU on `pool` over bases `mapped` or not (`None` until each has run once in this
+    /// process, and for the CPU again once its rate is older than [`CPU_RATE_LIFE`]).
+    pub(super) fn rates(
+        &self,
+        group: &'static str,
+        pool: Pool,
+        mapped: bool,
+    ) -> (Option<f64>, Option<f64>) {
         let learned = learned();
         let device = self
             .devices
@@ -71,7 +82,7 @@ impl ClaimInner {
             .reduce(f64::max);
         let cpu = learned
             .cpu_rate
-            .get(&(group, pool))
+            .get(&(group, pool, mapped))
             .filter(|(_, at)| at.elapsed() < CPU_RATE_LIFE)
             .map(|(rate, _)| *rate);
         (device, cpu)
@@ -156,6 +167,31 @@ pub(super) fn learn_gpu_rate(
 mod tests {
     use super::{call_chunks, learn_gpu_rate, next_batch, CPU_RATE_LIFE, RATE_RUN};
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_cpu_rate_is_learned_apart_for_mapped_bases() {
+        use super::super::claim::{ClaimInner, Shared};
+        use super::learned;
+        use crate::multicore::Pool;
+        use crate::priority::Priority;
+        let claim = ClaimInner {
+            dir: std::env::temp_dir(),
+            priority: Priority::Normal,
+            devices: Vec::new(),
+            idle: Default::default(),
+            shared: std::sync::Mutex::new(Shared::default()),
+            may_wait: false,
+            keep_bases: None,
+            stop: Default::default(),
+        };
+        // A group name of this test's own: the rates are the process's.
+        let group = "rates-test";
+        learned()
+            .cpu_rate
+            .insert((group, Pool::Main, true), (1e6, Instant::now()));
+        assert_eq!(claim.rates(group, Pool::Main, true), (None, Some(1e6)));
+        assert_eq!(claim.rates(group, Pool::Main, false), (None, None));
+    }
 
     #[test]
     fn a_call_takes_its_batch_or_an_even_share_of_the_work_left() {
