@@ -17,7 +17,7 @@ use cpu_time::cpu_time_of;
 use preemptible_groth16::gpu::backend::device_ids;
 use preemptible_groth16::gpu::fake::{set_quotient_ns_per_value, FAKE_GPUS_ENV};
 use preemptible_groth16::gpu::locks::{self, LOCK_DIR_ENV};
-use preemptible_groth16::gpu::test_hooks::set_cpu_chunk_ns_per_term;
+use preemptible_groth16::gpu::test_hooks::{limit_device_memory, set_cpu_chunk_ns_per_term};
 use preemptible_groth16::gpu::{gpu_is_available, PriorityGuard};
 use preemptible_groth16::groth16::{
     create_proof_batch_with_options, create_random_proof_with_options, generate_random_parameters,
@@ -145,6 +145,18 @@ fn slow_fake_quotients(ns: u64) -> impl Drop {
     }
     set_quotient_ns_per_value(ns);
     Restore
+}
+
+/// Lifts the fake devices' memory limit when dropped (also when the test fails), so that the
+/// tests after it run without one.
+fn memory_limit_lifted_at_the_end() -> impl Drop {
+    struct Unlimit;
+    impl Drop for Unlimit {
+        fn drop(&mut self) {
+            limit_device_memory(None);
+        }
+    }
+    Unlimit
 }
 
 fn low_then_high(long: &Setup, short: &Setup) -> (ProofReport, ProofReport) {
@@ -531,15 +543,8 @@ fn a_device_failing_in_the_middle_of_a_proof_loses_no_work() {
 
 #[test]
 fn a_device_out_of_memory_leaves_what_does_not_fit_to_the_cpu() {
-    use preemptible_groth16::gpu::test_hooks::limit_device_memory;
     let _g = setup("oom");
-    struct Unlimit;
-    impl Drop for Unlimit {
-        fn drop(&mut self) {
-            limit_device_memory(None);
-        }
-    }
-    let _unlimit = Unlimit;
+    let _unlimit = memory_limit_lifted_at_the_end();
     let (long, _) = long_and_short();
     // The fake device needs 128 bytes per multiexp term: room for one and a half chunks, not for
     // the quotient's three vectors of 2^15 values.
@@ -1089,15 +1094,8 @@ fn a_batch_preempted_frees_the_bases_it_kept_before_it_yields() {
 
 #[test]
 fn a_device_out_of_memory_with_bases_kept_frees_them_and_keeps_proving() {
-    use preemptible_groth16::gpu::test_hooks::limit_device_memory;
     let _g = setup("kept-bases-oom");
-    struct Unlimit;
-    impl Drop for Unlimit {
-        fn drop(&mut self) {
-            limit_device_memory(None);
-        }
-    }
-    let _unlimit = Unlimit;
+    let _unlimit = memory_limit_lifted_at_the_end();
     let (_, short) = long_and_short();
     // Room for any one call of the short circuit (128 bytes a term, the H query's 2^13 at most;
     // the quotient's three vectors), not for that beside all its kept bases.
