@@ -8,7 +8,8 @@
 //! cargo bench --bench compare -- fft K REPS      # FFT of 2^K scalars
 //! cargo bench --bench compare -- batch K N REPS  # setup once, then best of REPS batches of N
 //!                                                 # proofs of 2^K (`create_proof_batch_with_options`;
-//!                                                 # a fifth word `no-keep`: bases not kept on devices)
+//!                                                 # a fifth word `no-keep`: bases not kept on
+//!                                                 # devices; `both`: kept, then not, same setup)
 //! cargo bench --bench compare -- compat K REPS  # the same circuit through bellpepper-core 0.4
 //!                                                 # and 0.2 (`compat::bellperson`), alternately
 //! cargo bench --features gpu --bench compare -- gpu-fft K REPS   # the same on the first GPU,
@@ -31,8 +32,8 @@ use group::Curve;
 use preemptible_groth16::domain::EvaluationDomain;
 use preemptible_groth16::groth16::{
     create_proof_batch_with_options, create_random_proof, generate_random_parameters,
-    prepare_verifying_key, verify_proof, verify_proofs_batch, CircuitShape, PreparedParameters,
-    ProveOptions,
+    prepare_verifying_key, verify_proof, verify_proofs_batch, CircuitShape, Parameters,
+    PreparedParameters, ProveOptions,
 };
 use preemptible_groth16::multiexp::{multiexp, scalar_reprs};
 use preemptible_groth16::Circuit;
@@ -239,21 +240,29 @@ fn gpu_arith(k: u32, iters: u32) {
 /// batch's time and, from its reports, the synthesis and the time after it, so the overlap of the
 /// two can be judged, and the bases that went up to the devices (`keep`: kept on them between
 /// proofs, [`ProveOptions::keep_bases_on_device`]). Every batch is verified.
-fn batch(k: u32, count: usize, reps: usize, keep: bool) {
+fn batch(k: u32, count: usize, reps: usize, keeps: &[bool]) {
     let c = Squares::log2(k);
     let t = Instant::now();
     let params = generate_random_parameters(c, &mut thread_rng()).expect("setup");
     println!("ours setup 2^{k}: {:.3} s", t.elapsed().as_secs_f64());
+    for &keep in keeps {
+        batch_on(k, count, reps, keep, &params);
+    }
+}
+
+/// One of [`batch`]'s runs on parameters already made.
+fn batch_on(k: u32, count: usize, reps: usize, keep: bool, params: &Parameters) {
+    let c = Squares::log2(k);
     let pvk = prepare_verifying_key(&params.vk);
     let input = [c.output::<Scalar>()];
     let options = ProveOptions::default().keep_bases_on_device(keep);
-    let mut best = (f64::MAX, 0.0, 0, Vec::new());
+    let mut best = (f64::MAX, 0.0, 0, Vec::new(), Vec::new());
     for _ in 0..reps.max(1) {
         let rs = |_| Scalar::random(thread_rng());
         let (r, s) = ((0..count).map(rs).collect(), (0..count).map(rs).collect());
         let t = Instant::now();
-        let out = create_proof_batch_with_options(vec![c; count], &params, r, s, &options)
-            .expect("prove");
+        let out =
+            create_proof_batch_with_options(vec![c; count], params, r, s, &options).expect("prove");
         let total = t.elapsed().as_secs_f64();
         let proofs: Vec<_> = out.iter().map(|(p, _)| p).collect();
         let inputs = vec![input.to_vec(); count];
@@ -262,8 +271,10 @@ fn batch(k: u32, count: usize, reps: usize, keep: bool) {
         let synthesis: f64 = out.iter().map(|(_, r)| r.synthesis.as_secs_f64()).sum();
         let shaped = out.iter().filter(|(_, r)| r.shape_used).count();
         let uploaded: Vec<u64> = out.iter().map(|(_, r)| r.bases_uploaded_bytes).collect();
+        // Each proof's `total` runs from the batch's start: when it was done.
+        let done: Vec<f64> = out.iter().map(|(_, r)| r.total.as_secs_f64()).collect();
         if total < best.0 {
-            best = (total, synthesis, shaped, uploaded);
+            best = (total, synthesis, shaped, uploaded, done);
         }
     }
     let mb = |bytes: u64| bytes as f64 / 1e6;
@@ -278,6 +289,8 @@ fn batch(k: u32, count: usize, reps: usize, keep: bool) {
         mb(best.3.first().copied().unwrap_or(0)),
         if keep { "kept on the devices" } else { "not kept" }
     );
+    let done: Vec<String> = best.4.iter().map(|s| format!("{s:.3}")).collect();
+    println!("  proofs done at (s): {}", done.join(" "));
 }
 
 /// Proves the squares circuit at 2^k written against bellpepper-core 0.4 (the top-level API) and
@@ -383,7 +396,7 @@ fn main() {
         .filter(|a| a != "--bench")
         .collect();
     let usage = "usage: compare prove|compat|shape|msm|msm-g2|fft K REPS | compare shape-sha256 BLOCKS REPS \
-                 | compare batch K N REPS [no-keep]";
+                 | compare batch K N REPS [no-keep|both]";
     let (Some(cmd), Some(k), reps) = (args.first(), args.get(1), args.get(2)) else {
         eprintln!("{usage}");
         return;
@@ -412,8 +425,12 @@ fn main() {
         "batch" => {
             let count = args.get(2).and_then(|c| c.parse().ok()).unwrap_or(10);
             let reps = args.get(3).and_then(|r| r.parse().ok()).unwrap_or(1);
-            let keep = args.get(4).map(String::as_str) != Some("no-keep");
-            batch(k, count, reps, keep);
+            let keeps: &[bool] = match args.get(4).map(String::as_str) {
+                Some("no-keep") => &[false],
+                Some("both") => &[true, false],
+                _ => &[true],
+            };
+            batch(k, count, reps, keeps);
         }
         "compat" => compat(k, reps),
         "shape" => {
