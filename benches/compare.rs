@@ -147,7 +147,7 @@ where
     G: Curve<Scalar = Scalar>,
     G::AffineRepr: preemptible_groth16::gpu::GpuCurve<Curve = G>,
 {
-    use preemptible_groth16::gpu::MultiexpKernel;
+    use preemptible_groth16::gpu::{piece_ends, GpuCurve, KeepOnDevice, MultiexpKernel, QueryKey};
     let Some(dev) = first_gpu() else { return };
     let t = Instant::now();
     let kernel = MultiexpKernel::new(&dev).expect("build");
@@ -167,6 +167,32 @@ where
         std::hint::black_box(kernel.multiexp(&b, &s).expect("gpu"));
     });
     println!("ours {name} 2^{k}: {best:.4} s ({})", dev.name);
+    // The same call over bases a batch keeps on the device: the first call uploads and keeps
+    // them, the timed ones copy them on the device instead of uploading them.
+    let keep = KeepOnDevice {
+        query: QueryKey {
+            group: <G::AffineRepr as GpuCurve>::NAME,
+            address: b.as_ptr() as usize,
+            len: n,
+        },
+        offset: 0,
+        budget: u64::MAX,
+    };
+    let ends = piece_ends(n, <G::AffineRepr as GpuCurve>::PIECE_TERMS);
+    let kept = || {
+        let sums = kernel.multiexp_keeping_bases(b.as_slice(), &s, &ends, &|| false, keep);
+        let uploaded = sums.bases_uploaded;
+        (sums.into_result().expect("gpu"), uploaded)
+    };
+    assert_eq!(kept().0, gpu, "kept bases: a different sum");
+    let mut uploaded = 0;
+    let best = best_of(reps, || {
+        uploaded += std::hint::black_box(kept()).1;
+    });
+    println!(
+        "ours {name} 2^{k}, bases kept on the device: {best:.4} s ({uploaded} bytes uploaded by the timed calls)"
+    );
+    kernel.free_kept_bases();
 }
 
 /// Times the arithmetic throughput kernels (`src/gpu/cl/throughput.cl`) on the first OpenCL
