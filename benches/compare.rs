@@ -283,13 +283,16 @@ fn batch_on(k: u32, count: usize, reps: usize, keep: bool, params: &Parameters) 
     let input = [c.output::<Scalar>()];
     let options = ProveOptions::default().keep_bases_on_device(keep);
     let mut best = (f64::MAX, 0.0, 0, Vec::new(), Vec::new());
+    let mut most_resident = 0u64;
     for _ in 0..reps.max(1) {
         let rs = |_| Scalar::random(thread_rng());
         let (r, s) = ((0..count).map(rs).collect(), (0..count).map(rs).collect());
+        reset_peak_resident();
         let t = Instant::now();
         let out =
             create_proof_batch_with_options(vec![c; count], params, r, s, &options).expect("prove");
         let total = t.elapsed().as_secs_f64();
+        let peak = peak_resident();
         let proofs: Vec<_> = out.iter().map(|(p, _)| p).collect();
         let inputs = vec![input.to_vec(); count];
         assert!(verify_proofs_batch(&pvk, &mut thread_rng(), &proofs, &inputs).expect("verify"));
@@ -302,6 +305,7 @@ fn batch_on(k: u32, count: usize, reps: usize, keep: bool, params: &Parameters) 
         if total < best.0 {
             best = (total, synthesis, shaped, uploaded, done);
         }
+        most_resident = most_resident.max(peak.unwrap_or(0));
     }
     let mb = |bytes: u64| bytes as f64 / 1e6;
     println!(
@@ -317,6 +321,35 @@ fn batch_on(k: u32, count: usize, reps: usize, keep: bool, params: &Parameters) 
     );
     let done: Vec<String> = best.4.iter().map(|s| format!("{s:.3}")).collect();
     println!("  proofs done at (s): {}", done.join(" "));
+    // The parameters' points in memory, and one witness: its assignment and the evaluations of
+    // A, B and C, 32 bytes a value each.
+    let points = |g1: usize, g2: usize| (g1 * 96 + g2 * 192) as u64;
+    let in_memory = points(
+        params.h.len() + params.l.len() + params.a.len() + params.b_g1.len(),
+        params.b_g2.len(),
+    );
+    let witness = 32 * (params.l.len() + 3 * params.h.len()) as u64;
+    println!(
+        "  peak resident memory during a batch: {:.0} MiB (the parameters' points {:.0} MiB, \
+         one witness about {:.0} MiB; 0: not measured)",
+        most_resident as f64 / (1 << 20) as f64,
+        in_memory as f64 / (1 << 20) as f64,
+        witness as f64 / (1 << 20) as f64,
+    );
+}
+
+/// Resets the process's peak resident memory (`VmHWM`; Linux: `5` to `/proc/self/clear_refs`),
+/// so that [`peak_resident`] measures what came after.
+fn reset_peak_resident() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// The process's peak resident memory in bytes (`VmHWM` in `/proc/self/status`), where known.
+fn peak_resident() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Proves the squares circuit at 2^k written against bellpepper-core 0.4 (the top-level API) and
