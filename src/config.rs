@@ -27,6 +27,11 @@ pub const OPTIONS_ENV: &str = "PREEMPTIBLE_GROTH16_CL_OPTIONS";
 /// Replaces the default grace (10 ms), in milliseconds, for which a request lets a nearly
 /// finished multiexp piece finish (0: never; `gpu` feature, for experiments).
 pub const FINISH_GRACE_ENV: &str = "PREEMPTIBLE_GROTH16_FINISH_GRACE_MS";
+/// How long, in milliseconds, a prover whose devices were all taken by a higher priority waits
+/// for one before its CPU takes a multiexp's chunks (default 0: at once; `gpu` feature, for
+/// experiments: the CPU's work beside a short higher-priority proof may slow that proof more
+/// than it helps the preempted one).
+pub const CPU_WAIT_ENV: &str = "PREEMPTIBLE_GROTH16_CPU_WAIT_MS";
 /// On the CPU path, how many windows a mapped query is decoded and proved in (default 8; each
 /// window 48 to 384 MiB whatever this says; for experiments: fewer windows are fewer multiexps
 /// and more host memory). The GPU path decodes on the device and has no windows.
@@ -67,6 +72,8 @@ pub struct Config {
     pub cl_options: Option<String>,
     /// [`FINISH_GRACE_ENV`].
     pub finish_grace: Option<Duration>,
+    /// [`CPU_WAIT_ENV`].
+    pub cpu_wait: Option<Duration>,
     /// [`MAPPED_WINDOWS_ENV`].
     pub mapped_windows: Option<usize>,
     /// [`LOCK_DIR_ENV`], else the temp directory.
@@ -107,13 +114,8 @@ impl Config {
             opencl_cpu: text(CPU_ENV).is_some_and(|v| v.trim() == "1"),
             cache_dir,
             cl_options: text(OPTIONS_ENV),
-            finish_grace: text(FINISH_GRACE_ENV).and_then(|ms| match ms.trim().parse::<u64>() {
-                Ok(ms) => Some(Duration::from_millis(ms)),
-                Err(_) => {
-                    malformed(FINISH_GRACE_ENV, &ms, "a number of milliseconds");
-                    None
-                }
-            }),
+            finish_grace: milliseconds(FINISH_GRACE_ENV),
+            cpu_wait: milliseconds(CPU_WAIT_ENV),
             mapped_windows: positive(MAPPED_WINDOWS_ENV),
             lock_dir: std::env::var_os(LOCK_DIR_ENV)
                 .map(PathBuf::from)
@@ -123,6 +125,18 @@ impl Config {
             bellman_no_gpu: text(BELLMAN_NO_GPU_ENV).is_some_and(|v| v != "0"),
             bellperson_gpus_per_lock: text(BELLPERSON_GPUS_PER_LOCK_ENV)
                 .and_then(|v| gpus_per_lock(&v)),
+        }
+    }
+}
+
+/// The milliseconds `name` says, if it is set to a number (warned about otherwise).
+fn milliseconds(name: &'static str) -> Option<Duration> {
+    let ms = std::env::var(name).ok()?;
+    match ms.trim().parse::<u64>() {
+        Ok(ms) => Some(Duration::from_millis(ms)),
+        Err(_) => {
+            malformed(name, &ms, "a number of milliseconds");
+            None
         }
     }
 }
@@ -187,7 +201,21 @@ fn malformed(name: &'static str, v: &str, expected: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::{fake_gpus, gpus_per_lock};
+    use super::{fake_gpus, gpus_per_lock, milliseconds};
+    use std::time::Duration;
+
+    #[test]
+    fn milliseconds_are_read_and_a_malformed_value_is_left_out() {
+        // Variables of this test's own: the others' are read by tests running beside it.
+        std::env::set_var("PREEMPTIBLE_GROTH16_TEST_MS_A", " 250");
+        std::env::set_var("PREEMPTIBLE_GROTH16_TEST_MS_B", "soon");
+        assert_eq!(
+            milliseconds("PREEMPTIBLE_GROTH16_TEST_MS_A"),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(milliseconds("PREEMPTIBLE_GROTH16_TEST_MS_B"), None);
+        assert_eq!(milliseconds("PREEMPTIBLE_GROTH16_TEST_MS_UNSET"), None);
+    }
 
     #[test]
     fn gpus_per_lock_as_bellperson_reads_it() {

@@ -17,7 +17,7 @@ mod reports;
 use circuits::Squares;
 #[cfg(target_os = "linux")]
 use cpu_time::cpu_time_of;
-use preemptible_groth16::config::BELLPERSON_GPUS_PER_LOCK_ENV;
+use preemptible_groth16::config::{BELLPERSON_GPUS_PER_LOCK_ENV, CPU_WAIT_ENV};
 use preemptible_groth16::gpu::device::{self, Selection, CPU_ENV};
 use preemptible_groth16::gpu::fake::{FAKE_GPUS_ENV, FAKE_GPU_IDS_ENV};
 use preemptible_groth16::gpu::locks::{
@@ -186,6 +186,41 @@ fn a_high_process_preempts_a_low_process() {
         field(&low, "total_chunks").unwrap(),
         "{low}"
     );
+}
+
+/// `PREEMPTIBLE_GROTH16_CPU_WAIT_MS`: a preempted low prover told to wait long for its device
+/// computes no multiexp chunk on the CPU while the high one holds it, and finishes on the device
+/// when it comes back; the same low prover without the wait computes chunks on the CPU then.
+#[test]
+fn a_preempted_prover_told_to_wait_for_its_device_leaves_the_cpu_alone() {
+    let _g = setup("cpu-wait");
+    for wait in [true, false] {
+        let env: &[(&str, &str)] = if wait {
+            &[(CPU_WAIT_ENV, "600000")]
+        } else {
+            &[]
+        };
+        let low = spawn_child_with(Priority::Low, 15, env);
+        let low_pid = low.id();
+        wait_until("the low child holds fake-0", || {
+            holder_pid() == Some(low_pid)
+        });
+        // The high proof holds the device long enough for the CPU to take chunks.
+        let high = report_of(spawn_child(Priority::High, 14));
+        let low = report_of(low);
+        assert!(high.contains("\"verified\":true"), "{high}");
+        assert!(low.contains("\"verified\":true"), "{low}");
+        assert!(field(&low, "preemptions").unwrap() >= 1.0, "{low}");
+        assert!(field(&low, "returns_to_gpu").unwrap() >= 1.0, "{low}");
+        // CPU chunks computed while the prover held no device (the share beside a running
+        // device is not counted here).
+        let cpu_alone = field(&low, "cpu_chunks_without_retry").unwrap();
+        if wait {
+            assert_eq!(cpu_alone, 0.0, "waiting: {low}");
+        } else {
+            assert!(cpu_alone > 0.0, "not waiting: {low}");
+        }
+    }
 }
 
 #[test]

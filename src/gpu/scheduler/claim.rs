@@ -67,6 +67,9 @@ pub(super) struct ClaimInner {
     /// multiexps' bases between proofs within what is left ([`GpuDevice::kept_bases_budget`]).
     /// `None`: nothing is kept.
     pub(super) keep_bases: Option<u64>,
+    /// How long the CPU waits for a device before it takes a multiexp's chunks while the claim
+    /// holds none ([`crate::config::CPU_WAIT_ENV`]).
+    pub(super) cpu_wait: Duration,
     /// Tells the watcher to stop.
     pub(super) stop: AtomicBool,
 }

@@ -105,6 +105,7 @@ impl GpuClaim {
             shared: Mutex::new(Shared::default()),
             may_wait,
             keep_bases,
+            cpu_wait: config.cpu_wait.unwrap_or_default(),
             stop: AtomicBool::new(false),
         });
         inner.start();

@@ -90,9 +90,17 @@ impl ClaimInner {
                 }
                 fresh
             };
+            // Since when the claim has held no device (for `cpu_wait`).
+            let mut without_devices: Option<Instant> = None;
             loop {
                 workers.extend(take_devices().into_iter().map(spawn));
                 let running = workers.iter().filter(|w| !w.is_finished()).count();
+                if running > 0 || !lock(&this.idle).is_empty() {
+                    without_devices = None;
+                }
+                let cpu_may_take = running > 0
+                    || this.cpu_wait.is_zero()
+                    || without_devices.get_or_insert_with(Instant::now).elapsed() >= this.cpu_wait;
                 let pool = cpu_pool(this.priority, running > 0);
                 let rates = this.rates(G::NAME, pool, mapped);
                 let next = {
@@ -109,7 +117,7 @@ impl ClaimInner {
                             break;
                         }
                         None
-                    } else if cpu_takes(&q, running, rates) {
+                    } else if cpu_may_take && cpu_takes(&q, running, rates) {
                         q.pop_back().map(|range| (range, pool))
                     } else {
                         None

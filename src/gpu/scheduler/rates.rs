@@ -182,6 +182,7 @@ mod tests {
             shared: std::sync::Mutex::new(Shared::default()),
             may_wait: false,
             keep_bases: None,
+            cpu_wait: Default::default(),
             stop: Default::default(),
         };
         // A group name of this test's own: the rates are the process's.
