@@ -115,9 +115,17 @@ impl ClaimInner {
 /// lock table is waited for, so this is also the most a local user who holds a lock file and
 /// writes a lower level into it can delay each proof (docs/RELIABILITY.md, "Threat model").
 const MAX_START_WAIT: Duration = Duration::from_secs(10);
-/// Sleep between tries while waiting for a hand-over: from the first to the last, doubling. A
-/// try costs a few system calls; at 4 ms a waiting prover uses about 1-2% of a core, and the
-/// hand-over gains at most 4 ms.
+/// Sleep between tries while waiting for a hand-over, for its first [`FAST_WAIT`]: our provers
+/// yield within a few milliseconds (one kernel launch), so the waiting prover's polling step is
+/// the hand-over's grain: with steps of 1, 2, 4, 4 ... ms, hand-overs on the H200 came in 3.2,
+/// 7.3, 11.4, 15.5 ms, the sleeps' sums (docs/BENCHMARKS.md).
+const FAST_STEP: Duration = Duration::from_micros(250);
+/// How long a waiting prover tries every [`FAST_STEP`] (about 200 tries, a few system calls
+/// each).
+const FAST_WAIT: Duration = Duration::from_millis(50);
+/// Sleep between tries after [`FAST_WAIT`], for a holder slow to yield (bellperson's prover,
+/// a lock held by hand): from the first to the last, doubling. At 4 ms a waiting prover uses
+/// about 1-2% of a core.
 const WAIT_STEPS: (Duration, Duration) = (Duration::from_millis(1), Duration::from_millis(4));
 
 impl ClaimInner {
@@ -138,8 +146,12 @@ impl ClaimInner {
         let mut got = false;
         let mut step = WAIT_STEPS.0;
         while start.elapsed() < MAX_START_WAIT {
-            std::thread::sleep(step);
-            step = (step * 2).min(WAIT_STEPS.1);
+            if start.elapsed() < FAST_WAIT {
+                std::thread::sleep(FAST_STEP);
+            } else {
+                std::thread::sleep(step);
+                step = (step * 2).min(WAIT_STEPS.1);
+            }
             let taken = self.try_take();
             if !taken.is_empty() {
                 lock(&self.idle).extend(taken);
