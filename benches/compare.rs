@@ -287,7 +287,7 @@ fn batch_on(k: u32, count: usize, reps: usize, keep: bool, params: &Parameters) 
     for _ in 0..reps.max(1) {
         let rs = |_| Scalar::random(thread_rng());
         let (r, s) = ((0..count).map(rs).collect(), (0..count).map(rs).collect());
-        reset_peak_resident();
+        let before = reset_peak_resident();
         let t = Instant::now();
         let out =
             create_proof_batch_with_options(vec![c; count], params, r, s, &options).expect("prove");
@@ -305,7 +305,9 @@ fn batch_on(k: u32, count: usize, reps: usize, keep: bool, params: &Parameters) 
         if total < best.0 {
             best = (total, synthesis, shaped, uploaded, done);
         }
-        most_resident = most_resident.max(peak.unwrap_or(0));
+        if let (Some(peak), Some(before)) = (peak, before) {
+            most_resident = most_resident.max(peak.saturating_sub(before));
+        }
     }
     let mb = |bytes: u64| bytes as f64 / 1e6;
     println!(
@@ -330,24 +332,30 @@ fn batch_on(k: u32, count: usize, reps: usize, keep: bool, params: &Parameters) 
     );
     let witness = 32 * (params.l.len() + 3 * params.h.len()) as u64;
     println!(
-        "  peak resident memory during a batch: {:.0} MiB (the parameters' points {:.0} MiB, \
-         one witness about {:.0} MiB; 0: not measured)",
+        "  resident memory a batch added at its peak: {:.0} MiB (the parameters' points, \
+         resident before it, {:.0} MiB; one witness about {:.0} MiB; 0: not measured)",
         most_resident as f64 / (1 << 20) as f64,
         in_memory as f64 / (1 << 20) as f64,
         witness as f64 / (1 << 20) as f64,
     );
 }
 
-/// Resets the process's peak resident memory (`VmHWM`; Linux: `5` to `/proc/self/clear_refs`),
-/// so that [`peak_resident`] measures what came after.
-fn reset_peak_resident() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
+/// Resets the process's peak resident memory (`VmHWM`; Linux: `5` to `/proc/self/clear_refs`) to
+/// its resident memory now, which it returns, so that [`peak_resident`] measures what came after.
+fn reset_peak_resident() -> Option<u64> {
+    std::fs::write("/proc/self/clear_refs", "5").ok()?;
+    status_bytes("VmRSS:")
 }
 
 /// The process's peak resident memory in bytes (`VmHWM` in `/proc/self/status`), where known.
 fn peak_resident() -> Option<u64> {
+    status_bytes("VmHWM:")
+}
+
+/// A line of `/proc/self/status` in kB, as bytes.
+fn status_bytes(key: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
 }
