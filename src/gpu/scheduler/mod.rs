@@ -4,15 +4,16 @@
 //! A [`GpuClaim`] lives for one batch of proofs (one proof, or several over one parameter set,
 //! whose devices keep the bases between proofs). It takes free devices (never one that a higher
 //! priority has asked for), and when only devices held by lower priorities are left it raises its
-//! flag on them and, at the start of each proof, waits (sleeping 1 to 4 ms between tries) for the
-//! hand-over. `GpuClaim::multiexp` cuts a multiexp into chunks in a queue: a GPU worker per held
-//! device takes chunks from the front, this thread computes chunks from the back on the CPU
-//! (while more than two per running device are left, so that the slower CPU does not hold up the
-//! end). A [`LockedKernel`] probes for higher requests before each chunk and before each kernel
-//! launch; when one comes it stops, frees its buffers (those of a call, and the bases kept for
-//! the batch), puts the unfinished chunk back, and releases the device. Between its chunks the CPU side tries to take devices
-//! again; a device it gets gets a new worker, which counts as a return to the GPU. The sum of
-//! the chunk results is the multiexp, so no finished chunk is computed twice.
+//! flag on them and, at the start of each proof, waits for the hand-over (trying every 250 us for
+//! 50 ms, then every 1 to 4 ms). `GpuClaim::multiexp` cuts a multiexp into chunks in a queue: a
+//! GPU worker per held device takes chunks from the front, this thread computes chunks from the
+//! back on the CPU (while more than two per running device are left, so that the slower CPU does
+//! not hold up the end). A [`LockedKernel`] probes for higher requests before each chunk and
+//! before each kernel launch; when one comes it stops, frees its buffers (those of a call, and
+//! the bases kept for the batch), puts the unfinished chunk back, and releases the device.
+//! Between its chunks the CPU side tries to take devices again; a device it gets gets a new
+//! worker, which counts as a return to the GPU. The sum of the chunk results is the multiexp, so
+//! no finished chunk is computed twice.
 
 use super::backend::{self, GpuDevice};
 use super::locks;
