@@ -195,6 +195,67 @@ where
     kernel.free_kept_bases();
 }
 
+/// Times a G1 multiexp of 2^k terms over bases kept on the device (the device's own work: no
+/// upload) at each window width of `widths` (0: the plan's own) and in pieces of 2^22 terms (as
+/// every call is cut) and in one piece; each sum is checked against the plan's own.
+#[cfg(feature = "gpu")]
+fn gpu_msm_widths(k: u32, reps: usize, widths: &[usize]) {
+    use blstrs::G1Affine;
+    use preemptible_groth16::gpu::{piece_ends, GpuCurve, KeepOnDevice, MultiexpKernel, QueryKey};
+    let Some(dev) = first_gpu() else { return };
+    let kernel = MultiexpKernel::new(&dev).expect("build");
+    let n = 1usize << k;
+    let b = bases::<G1Projective>(n);
+    let s = scalar_reprs(
+        &(0..n)
+            .map(|_| Scalar::random(thread_rng()))
+            .collect::<Vec<_>>(),
+    );
+    let keep = KeepOnDevice {
+        query: QueryKey {
+            group: G1Affine::NAME,
+            address: b.as_ptr() as usize,
+            len: n,
+        },
+        offset: 0,
+        budget: u64::MAX,
+    };
+    let expected = kernel.multiexp(&b, &s).expect("gpu");
+    let mut pieces = vec![G1Affine::PIECE_TERMS.min(n), n];
+    pieces.dedup();
+    for piece in pieces {
+        let ends = piece_ends(n, piece);
+        for &c in widths {
+            kernel
+                .set_window_bits((c != 0).then_some(c))
+                .expect("window width");
+            let call = || {
+                kernel
+                    .multiexp_keeping_bases(b.as_slice(), &s, &ends, &|| false, keep)
+                    .into_result()
+                    .expect("gpu")
+            };
+            assert_eq!(call(), expected, "c = {c}: a different sum");
+            let best = best_of(reps, || {
+                std::hint::black_box(call());
+            });
+            let c = if c == 0 {
+                "plan's".to_string()
+            } else {
+                c.to_string()
+            };
+            println!(
+                "ours gpu-msm-widths 2^{k}, pieces of 2^{}, c = {c}, bases kept: {best:.4} s \
+                 (peak device memory {} MiB)",
+                piece.trailing_zeros(),
+                kernel.take_peak_device_bytes() >> 20
+            );
+        }
+    }
+    kernel.set_window_bits(None).expect("window width");
+    kernel.free_kept_bases();
+}
+
 /// Times the arithmetic throughput kernels (`src/gpu/cl/throughput.cl`) on the first OpenCL
 /// device: 2^k work-items each running `iters` dependent operations; prints operations per second
 /// and the time 2^28 of them would take (the mixed additions of a 2^24-term G1 multiexp with
@@ -549,6 +610,16 @@ fn main() {
         "gpu-msm" => gpu_msm::<G1Projective>("gpu-msm", k, reps, 24),
         #[cfg(feature = "gpu")]
         "gpu-msm-g2" => gpu_msm::<G2Projective>("gpu-msm-g2", k, reps, 20),
+        #[cfg(feature = "gpu")]
+        "gpu-msm-widths" => {
+            let widths: Vec<usize> = args[3..].iter().filter_map(|c| c.parse().ok()).collect();
+            let widths = if widths.is_empty() {
+                vec![0, 16, 18, 20]
+            } else {
+                widths
+            };
+            gpu_msm_widths(k, reps, &widths)
+        }
         #[cfg(feature = "gpu")]
         "gpu-arith" => gpu_arith(k, reps as u32),
         _ => eprintln!("{usage}"),

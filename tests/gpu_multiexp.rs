@@ -61,6 +61,33 @@ fn gpu_g1_multiexp_equals_cpu() {
     }
 }
 
+/// Widths past those `Plan::new` chooses (a benchmark sets them to compare): 17 bits, whose last
+/// window is short, and 20 (13 windows of 2^19 buckets). A width outside the kernels' range is
+/// refused, not run.
+#[test]
+fn wider_windows_set_by_hand_equal_cpu() {
+    let k = kernel();
+    let (bases, scalars) = inputs::<G1Projective>(300, 21);
+    let reprs = scalar_reprs(&scalars);
+    let cpu = multiexp::<G1Affine>(&bases, &reprs).unwrap();
+    k.take_peak_device_bytes();
+    for c in [17, 20] {
+        k.set_window_bits(Some(c)).unwrap();
+        assert_eq!(k.multiexp_g1(&bases, &reprs).unwrap(), cpu, "c = {c}");
+    }
+    // The width was used: 13 windows of 2^19 buckets, each bucket's sum four coordinates of
+    // twelve 32-bit limbs (hundreds of bytes for 300 terms at the plan's own width).
+    let buckets_xyzz = (13u64 << 19) * 4 * 12 * 4;
+    assert!(k.take_peak_device_bytes() >= buckets_xyzz);
+    assert!(matches!(
+        k.set_window_bits(Some(23)),
+        Err(GpuError::InvalidInput(_))
+    ));
+    k.set_window_bits(None).unwrap();
+    assert_eq!(k.multiexp_g1(&bases, &reprs).unwrap(), cpu);
+    assert!(k.take_peak_device_bytes() < buckets_xyzz / 100);
+}
+
 #[test]
 fn a_multiexp_whose_group_sums_take_two_passes_equals_cpu() {
     // From 2^16 terms (13-bit windows, 1024 groups of buckets a window) the runs of group sums

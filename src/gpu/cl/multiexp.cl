@@ -1,4 +1,4 @@
-// Multiexp by sorting terms into buckets (Pippenger with c-bit signed windows, c up to 16).
+// Multiexp by sorting terms into buckets (Pippenger with c-bit signed windows, c up to 22).
 // Bucket k = w * B + b (B = 2^(c-1)) of window w holds the terms whose digit in w is +-(b + 1).
 // The host drives six steps (src/gpu/multiexp/sort.rs and sums.rs; the folds' planning in fold.rs):
 //   count     counts[k] = terms in bucket k (atomics);

@@ -67,6 +67,8 @@ pub struct MultiexpKernel {
     fail_bases_upload: AtomicBool,
     /// Test hook: bucket entries per `msm_segments` launch (0: the group's `LAUNCH_ENTRIES`).
     launch_entries: AtomicUsize,
+    /// Measurement hook: the window width of every later piece (0: the plan's choice).
+    window_bits: AtomicUsize,
     /// Launches of `msm_segments` so far (read by tests).
     segment_launches: AtomicUsize,
     /// Pieces of calls summed so far (read by tests).
@@ -94,6 +96,7 @@ impl MultiexpKernel {
             fail: AtomicBool::new(false),
             fail_bases_upload: AtomicBool::new(false),
             launch_entries: AtomicUsize::new(0),
+            window_bits: AtomicUsize::new(0),
             segment_launches: AtomicUsize::new(0),
             pieces_summed: AtomicUsize::new(0),
             pieces_finished_on_request: AtomicUsize::new(0),
@@ -182,6 +185,22 @@ impl MultiexpKernel {
     #[doc(hidden)]
     pub fn limit_launch_entries(&self, entries: usize) {
         self.launch_entries.store(entries, Ordering::Relaxed);
+    }
+
+    /// Sums every later piece with `c`-bit windows (`None`: the width [`Plan::new`] chooses from
+    /// the piece's terms), for benchmarks that compare widths. A width outside
+    /// [`Plan::WIDTHS`] is refused; device memory is budgeted for the plan's own width, so this is
+    /// for calls made on the kernel directly, not through the scheduler.
+    #[doc(hidden)]
+    pub fn set_window_bits(&self, c: Option<usize>) -> Result<(), GpuError> {
+        if let Some(c) = c.filter(|c| !Plan::WIDTHS.contains(c)) {
+            return Err(GpuError::InvalidInput(format!(
+                "a {c}-bit window is outside {:?}",
+                Plan::WIDTHS
+            )));
+        }
+        self.window_bits.store(c.unwrap_or(0), Ordering::Relaxed);
+        Ok(())
     }
 
     /// Launches of the bucket sums since the last call (for tests of the launch limit).

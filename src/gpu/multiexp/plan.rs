@@ -42,6 +42,15 @@ impl Plan {
     pub fn new(n: usize) -> Plan {
         let cost = |c: usize| 256usize.div_ceil(c) * (n + (3 << (c - 1)));
         let c = (4..=16).fold(4, |best, c| if cost(c) < cost(best) { c } else { best });
+        Plan::with_window(c)
+    }
+
+    /// Window widths the kernels take: digits of up to 2^(c-1) and windows' buckets counted in
+    /// 32-bit words (see [`Plan::new`] for the width a call gets).
+    pub const WIDTHS: std::ops::RangeInclusive<usize> = 4..=22;
+
+    /// The plan for `c`-bit windows (in [`Plan::WIDTHS`]).
+    pub fn with_window(c: usize) -> Plan {
         let buckets = 1usize << (c - 1);
         let windows = 256usize.div_ceil(c);
         // A power of two between 4 and 32, and no more than the buckets of a window.

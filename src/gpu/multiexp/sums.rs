@@ -45,7 +45,10 @@ impl MultiexpKernel {
         bounded: bool,
     ) -> Result<(G::Curve, bool), GpuError> {
         let started = Instant::now();
-        let plan = Plan::new(n);
+        let plan = match self.window_bits.load(Ordering::Relaxed) {
+            0 => Plan::new(n),
+            c => Plan::with_window(c),
+        };
         // The device sums the bucket counts in 32-bit words; this many entries could not wrap.
         if n as u64 * plan.windows as u64 >= 1 << 32 {
             return Err(GpuError::InvalidInput(format!(
