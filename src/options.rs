@@ -43,9 +43,11 @@ pub struct ProveOptions {
     /// because the parameters fix the constraints: circuits whose constraints differ from the
     /// first one's could not give proofs that verify with the same parameters anyway.
     pub reuse_shape_in_batch: bool,
-    /// In a batch, how many synthesized witnesses may wait for the prover while it proves the
-    /// one before (witnesses are synthesized beside the proofs, on a thread of their own).
-    /// `None`: as many as fit in a quarter of the memory available at the batch's start, one to
+    /// In a batch, how many witnesses may be synthesized, or being synthesized, while the prover
+    /// proves the one before (witnesses are synthesized beside the proofs, on a thread of their
+    /// own): a batch holds at most this many witnesses plus one. One is enough for the batch
+    /// to take the longer of its synthesis and its proving rather than their sum; more absorb
+    /// circuits whose synthesis times vary. `None`: as many as fit in a quarter of the memory available at the batch's start, one to
     /// eight and at most the batch's size (two where the available memory cannot be read, off
     /// Linux).
     pub witnesses_ahead: Option<usize>,
@@ -132,8 +134,9 @@ impl ProveOptions {
         self
     }
 
-    /// These options with at most `n` synthesized witnesses waiting in a batch, or sized from
-    /// the available memory for `None` ([`ProveOptions::witnesses_ahead`]).
+    /// These options with at most `n` witnesses synthesized ahead of the one being proven in a
+    /// batch, or as many as the available memory allows for `None`
+    /// ([`ProveOptions::witnesses_ahead`]).
     pub fn witnesses_ahead(mut self, n: Option<usize>) -> Self {
         self.witnesses_ahead = n;
         self

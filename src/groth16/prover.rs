@@ -380,8 +380,8 @@ where
 ///
 /// The proofs are made one after another, each using every thread for its FFTs and multiexps;
 /// the witnesses are synthesized one after another on a thread of their own beside them, at
-/// most [`ProveOptions::witnesses_ahead`](crate::groth16::ProveOptions::witnesses_ahead)
-/// waiting.
+/// most [`ProveOptions::witnesses_ahead`](crate::groth16::ProveOptions::witnesses_ahead) made
+/// or being made beside the one being proven.
 pub fn create_proof_batch<C, P>(
     circuits: Vec<C>,
     params: P,
@@ -425,8 +425,9 @@ struct Synthesized {
     evaluation: Duration,
 }
 
-/// The batch's circuits synthesized one after another, each handed to `send` as soon as it is
-/// done (synthesis stops when `send` returns false: the prover has stopped): each for its
+/// The batch's circuits synthesized one after another, circuit `i` once `may_start(i)` says so,
+/// each handed to `send` as soon as it is done (synthesis stops when either returns false: the
+/// prover has stopped): each for its
 /// witness only when `given` (the parameters' shape) is there; else the first fully, its shape
 /// recorded on the way and used for the others ([`ProveOptions::reuse_shape_in_batch`]); else
 /// each fully. The evaluations from a shape run on the pool (`CircuitShape::evaluate`).
@@ -435,6 +436,7 @@ fn synthesize_each<C: AnyCircuit + Send>(
     given: Option<&CircuitShape>,
     size: &AssignmentSize,
     options: &ProveOptions,
+    mut may_start: impl FnMut(usize) -> bool,
     mut send: impl FnMut(Result<Synthesized, SynthesisError>) -> bool,
 ) {
     let from_shape = |circuit: C, shape: &CircuitShape| {
@@ -460,6 +462,9 @@ fn synthesize_each<C: AnyCircuit + Send>(
     let record = options.reuse_shape_in_batch && circuits.len() > 1 && given.is_none();
     let mut recorded = None;
     for (i, circuit) in circuits.into_iter().enumerate() {
+        if !may_start(i) {
+            return;
+        }
         let started = Instant::now();
         let next = match (given.or(recorded.as_ref()), record && i == 0) {
             (Some(shape), _) => from_shape(circuit, shape),
@@ -489,7 +494,7 @@ fn synthesize_each<C: AnyCircuit + Send>(
     }
 }
 
-/// How many synthesized witnesses a batch keeps waiting for the prover
+/// How many witnesses a batch makes ahead of the one being proven
 /// ([`ProveOptions::witnesses_ahead`]); unset, as many as fit in a quarter of the memory
 /// available now (Linux), one to eight, else two.
 fn witnesses_ahead(options: &ProveOptions, size: &AssignmentSize, count: usize) -> usize {
@@ -560,10 +565,12 @@ where
     };
     let ahead = witnesses_ahead(options, &size, count);
     let given = params.shape();
-    // Witnesses are synthesized on a thread of their own while this one proves the ones before,
-    // at most `ahead` of them waiting: a batch takes about the larger of its synthesis and its
-    // device work instead of their sum, and holds a bounded number of witnesses.
+    // Witnesses are synthesized on a thread of their own while this one proves the ones before:
+    // a batch takes about the larger of its synthesis and its device work instead of their sum.
+    // At most `ahead` witnesses are made or being made beside the one being proven: circuit `i`
+    // (from `ahead + 1` on) starts once proof `i - ahead - 1` is done, which `proven` tells.
     let (sender, synthesized) = std::sync::mpsc::sync_channel(ahead);
+    let (proven, proofs_done) = std::sync::mpsc::channel::<()>();
     let mut pvk = None;
     let mut gpu: BatchGpu = None;
     let mut proofs = std::thread::scope(|scope| {
@@ -571,15 +578,21 @@ where
             .name("groth16-synthesis".into())
             .spawn_scoped(scope, {
                 let size = &size;
-                // The sender moves to the thread, so the prover's receiving ends with it.
+                // The sender moves to the thread, so the prover's receiving ends with it; the
+                // wait for a proof ends when the prover drops `proven`.
                 move || {
-                    synthesize_each(circuits, given, size, options, |next| {
-                        sender.send(next).is_ok()
-                    })
+                    synthesize_each(
+                        circuits,
+                        given,
+                        size,
+                        options,
+                        |i| i <= ahead || proofs_done.recv().is_ok(),
+                        |next| sender.send(next).is_ok(),
+                    )
                 }
             })
             .map_err(SynthesisError::IoError)?;
-        synthesized
+        let proofs = synthesized
             .into_iter()
             .zip(r.into_iter().zip(s))
             .map(|(synthesized, (r, s))| {
@@ -608,9 +621,15 @@ where
                     check_shaped_proof(pvk, &proof, &inputs)?;
                 }
                 report.total = start.elapsed();
+                // Its witness is gone: the next circuit may start. The synthesis thread may have
+                // ended already; then nothing waits for this.
+                let _ = proven.send(());
                 Ok((proof, report))
             })
-            .collect::<Result<Vec<_>, SynthesisError>>()
+            .collect::<Result<Vec<_>, SynthesisError>>();
+        // Before the scope joins the synthesis thread, which may wait for a proof.
+        drop(proven);
+        proofs
     })?;
     // The devices go back at the batch's end; what their release counts (the device memory
     // left, each device's peak) belongs to the last proof.
