@@ -76,8 +76,8 @@ fn later_witnesses_are_synthesized_while_earlier_proofs_run_and_at_most_the_boun
     // Bounded: with one witness allowed ahead, at most two are alive, so circuit i + 2 starts
     // only once proof i is done (on this path a proof takes longer than a synthesis, so without
     // the bound they would pile up).
-    for i in 0..2 {
-        let done = proofs[i].1.total;
+    for (i, (_, report)) in proofs.iter().enumerate().take(2) {
+        let done = report.total;
         assert!(
             start_of(i + 2) >= done,
             "circuit {} started at {:?}, proof {i} done at {done:?}",
