@@ -326,23 +326,33 @@ fn gpu_arith(k: u32, iters: u32) {
 /// `create_proof_batch_with_options` (the GPU when the feature is on), best of `reps`; prints the
 /// batch's time and, from its reports, the synthesis and the time after it, so the overlap of the
 /// two can be judged, and the bases that went up to the devices (`keep`: kept on them between
-/// proofs, [`ProveOptions::keep_bases_on_device`]). Every batch is verified.
-fn batch(k: u32, count: usize, reps: usize, keeps: &[bool]) {
+/// proofs, [`ProveOptions::keep_bases_on_device`]), with `ahead` as
+/// [`ProveOptions::witnesses_ahead`]. Every batch is verified.
+fn batch(k: u32, count: usize, reps: usize, keeps: &[bool], ahead: Option<usize>) {
     let c = Squares::log2(k);
     let t = Instant::now();
     let params = generate_random_parameters(c, &mut thread_rng()).expect("setup");
     println!("ours setup 2^{k}: {:.3} s", t.elapsed().as_secs_f64());
     for &keep in keeps {
-        batch_on(k, count, reps, keep, &params);
+        batch_on(k, count, reps, keep, ahead, &params);
     }
 }
 
 /// One of [`batch`]'s runs on parameters already made.
-fn batch_on(k: u32, count: usize, reps: usize, keep: bool, params: &Parameters) {
+fn batch_on(
+    k: u32,
+    count: usize,
+    reps: usize,
+    keep: bool,
+    ahead: Option<usize>,
+    params: &Parameters,
+) {
     let c = Squares::log2(k);
     let pvk = prepare_verifying_key(&params.vk);
     let input = [c.output::<Scalar>()];
-    let options = ProveOptions::default().keep_bases_on_device(keep);
+    let options = ProveOptions::default()
+        .keep_bases_on_device(keep)
+        .witnesses_ahead(ahead);
     let mut best = (f64::MAX, 0.0, 0, Vec::new(), Vec::new());
     let mut most_resident = 0u64;
     for _ in 0..reps.max(1) {
@@ -374,13 +384,14 @@ fn batch_on(k: u32, count: usize, reps: usize, keep: bool, params: &Parameters) 
     println!(
         "ours batch 2^{k} x {count}: {:.3} s (the witnesses' synthesis {:.3} s in all, beside the proofs; \
          {} of {count} from the first one's shape); bases uploaded {:.0} MB in all, {:.0} MB by the \
-         first proof ({})",
+         first proof ({}); witnesses ahead: {}",
         best.0,
         best.1,
         best.2,
         mb(best.3.iter().sum()),
         mb(best.3.first().copied().unwrap_or(0)),
-        if keep { "kept on the devices" } else { "not kept" }
+        if keep { "kept on the devices" } else { "not kept" },
+        ahead.map_or("sized from memory".to_string(), |a| a.to_string()),
     );
     let done: Vec<String> = best.4.iter().map(|s| format!("{s:.3}")).collect();
     println!("  proofs done at (s): {}", done.join(" "));
@@ -524,7 +535,7 @@ fn main() {
         .filter(|a| a != "--bench")
         .collect();
     let usage = "usage: compare prove|compat|shape|msm|msm-g2|fft K REPS | compare shape-sha256 BLOCKS REPS \
-                 | compare batch K N REPS [no-keep|both]";
+                 | compare batch K N REPS [no-keep|both] [ahead=W]";
     let (Some(cmd), Some(k), reps) = (args.first(), args.get(1), args.get(2)) else {
         eprintln!("{usage}");
         return;
@@ -553,12 +564,17 @@ fn main() {
         "batch" => {
             let count = args.get(2).and_then(|c| c.parse().ok()).unwrap_or(10);
             let reps = args.get(3).and_then(|r| r.parse().ok()).unwrap_or(1);
-            let keeps: &[bool] = match args.get(4).map(String::as_str) {
-                Some("no-keep") => &[false],
-                Some("both") => &[true, false],
+            let extra = args.get(4..).unwrap_or_default();
+            let word = |w: &str| extra.iter().any(|a| a == w);
+            let keeps: &[bool] = match (word("no-keep"), word("both")) {
+                (_, true) => &[true, false],
+                (true, false) => &[false],
                 _ => &[true],
             };
-            batch(k, count, reps, keeps);
+            let ahead = extra
+                .iter()
+                .find_map(|a| a.strip_prefix("ahead=")?.parse().ok());
+            batch(k, count, reps, keeps, ahead);
         }
         "compat" => compat(k, reps),
         "shape" => {
