@@ -327,7 +327,8 @@ fn gpu_arith(k: u32, iters: u32) {
 /// batch's time and, from its reports, the synthesis and the time after it, so the overlap of the
 /// two can be judged, and the bases that went up to the devices (`keep`: kept on them between
 /// proofs, [`ProveOptions::keep_bases_on_device`]), with `ahead` as
-/// [`ProveOptions::witnesses_ahead`]. Every batch is verified.
+/// [`ProveOptions::witnesses_ahead`] (`0`: each synthesis after the proof before, so that the
+/// batch's time less its synthesis is its proofs' work). Every batch is verified.
 fn batch(k: u32, count: usize, reps: usize, keeps: &[bool], ahead: Option<usize>) {
     let c = Squares::log2(k);
     let t = Instant::now();
@@ -391,7 +392,7 @@ fn batch_on(
         mb(best.3.iter().sum()),
         mb(best.3.first().copied().unwrap_or(0)),
         if keep { "kept on the devices" } else { "not kept" },
-        ahead.map_or("sized from memory".to_string(), |a| a.to_string()),
+        ahead.map_or("default".to_string(), |a| a.to_string()),
     );
     let done: Vec<String> = best.4.iter().map(|s| format!("{s:.3}")).collect();
     println!("  proofs done at (s): {}", done.join(" "));

@@ -46,10 +46,14 @@ pub struct ProveOptions {
     /// In a batch, how many witnesses may be synthesized, or being synthesized, while the prover
     /// proves the one before (witnesses are synthesized beside the proofs, on a thread of their
     /// own): a batch holds at most this many witnesses plus one. One is enough for the batch
-    /// to take the longer of its synthesis and its proving rather than their sum; more absorb
-    /// circuits whose synthesis times vary. `None`: as many as fit in a quarter of the memory available at the batch's start, one to
-    /// eight and at most the batch's size (two where the available memory cannot be read, off
-    /// Linux).
+    /// to take the longer of its synthesis and its proving rather than their sum where each
+    /// witness takes less time than a proof's device work; more absorb circuits whose synthesis
+    /// times vary, and hold a witness each. `0`: each circuit is synthesized after the proof
+    /// before it is done (their sum). `None`: one, or none where one more witness would take
+    /// more than half the memory available at the batch's start (Linux). On an H100 host,
+    /// batches of 10 x 2^22 and 8 x 2^24 constraints took the same time with one as with as
+    /// many as fit in a quarter of the memory, and added 1.5 and 4.6 GiB at their peak against
+    /// 3.7 and 11.1 GiB (docs/BENCHMARKS.md).
     pub witnesses_ahead: Option<usize>,
     /// In a batch of several circuits, keep each query's bases on the devices the batch holds
     /// between its proofs, so that they go up once per batch rather than once per proof (a
@@ -135,8 +139,7 @@ impl ProveOptions {
     }
 
     /// These options with at most `n` witnesses synthesized ahead of the one being proven in a
-    /// batch, or as many as the available memory allows for `None`
-    /// ([`ProveOptions::witnesses_ahead`]).
+    /// batch, or the default for `None` ([`ProveOptions::witnesses_ahead`]).
     pub fn witnesses_ahead(mut self, n: Option<usize>) -> Self {
         self.witnesses_ahead = n;
         self

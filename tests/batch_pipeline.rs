@@ -7,7 +7,7 @@ mod circuits;
 use circuits::Squares;
 use preemptible_groth16::groth16::{
     create_proof_batch_with_options, generate_random_parameters, prepare_verifying_key,
-    verify_proof, ProveOptions,
+    verify_proof, Proof, ProofReport, ProveOptions,
 };
 use preemptible_groth16::{Circuit, ConstraintSystem, Scalar, SynthesisError};
 use rand::SeedableRng;
@@ -34,8 +34,11 @@ impl Circuit<Scalar> for Timed {
     }
 }
 
-#[test]
-fn later_witnesses_are_synthesized_while_earlier_proofs_run_and_at_most_the_bound_wait() {
+/// A batch of four 2^12 squares circuits with `ahead` witnesses allowed ahead: each proof (which
+/// must verify) with its report, and when each circuit's synthesis started.
+type Run = (Vec<(Proof, ProofReport)>, Vec<(usize, Duration)>);
+
+fn batch_of_four(ahead: usize) -> Run {
     let squares = Squares::log2(12);
     let rng = &mut ChaCha20Rng::seed_from_u64(3);
     let params = generate_random_parameters(squares, rng).unwrap();
@@ -50,7 +53,7 @@ fn later_witnesses_are_synthesized_while_earlier_proofs_run_and_at_most_the_boun
             starts: starts.clone(),
         })
         .collect();
-    let options = ProveOptions::default().witnesses_ahead(Some(1));
+    let options = ProveOptions::default().witnesses_ahead(Some(ahead));
     let rs = || {
         (0..4)
             .map(|i| Scalar::from(i as u64 + 2))
@@ -64,14 +67,24 @@ fn later_witnesses_are_synthesized_while_earlier_proofs_run_and_at_most_the_boun
         assert!(report.synthesis < report.total, "{report:?}");
     }
     let starts = starts.lock().unwrap().clone();
-    let start_of = |i: usize| starts.iter().find(|(j, _)| *j == i).unwrap().1;
     assert_eq!(starts.len(), 4, "{starts:?}");
+    (proofs, starts)
+}
+
+/// When circuit `i`'s synthesis started.
+fn start_of(starts: &[(usize, Duration)], i: usize) -> Duration {
+    starts.iter().find(|(j, _)| *j == i).unwrap().1
+}
+
+#[test]
+fn later_witnesses_are_synthesized_while_earlier_proofs_run_and_at_most_the_bound_wait() {
+    let (proofs, starts) = batch_of_four(1);
     let first_proof_done = proofs[0].1.total;
     // Beside: the second circuit is synthesized before the first proof is done.
     assert!(
-        start_of(1) < first_proof_done,
+        start_of(&starts, 1) < first_proof_done,
         "circuit 1 started at {:?}, proof 0 done at {first_proof_done:?}",
-        start_of(1)
+        start_of(&starts, 1)
     );
     // Bounded: with one witness allowed ahead, at most two are alive, so circuit i + 2 starts
     // only once proof i is done (on this path a proof takes longer than a synthesis, so without
@@ -79,10 +92,24 @@ fn later_witnesses_are_synthesized_while_earlier_proofs_run_and_at_most_the_boun
     for (i, (_, report)) in proofs.iter().enumerate().take(2) {
         let done = report.total;
         assert!(
-            start_of(i + 2) >= done,
+            start_of(&starts, i + 2) >= done,
             "circuit {} started at {:?}, proof {i} done at {done:?}",
             i + 2,
-            start_of(i + 2)
+            start_of(&starts, i + 2)
+        );
+    }
+}
+
+#[test]
+fn with_no_witness_ahead_each_circuit_waits_for_the_proof_before() {
+    let (proofs, starts) = batch_of_four(0);
+    for (i, (_, report)) in proofs.iter().enumerate().take(3) {
+        let done = report.total;
+        assert!(
+            start_of(&starts, i + 1) >= done,
+            "circuit {} started at {:?}, proof {i} done at {done:?}",
+            i + 1,
+            start_of(&starts, i + 1)
         );
     }
 }

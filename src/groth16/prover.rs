@@ -495,18 +495,16 @@ fn synthesize_each<C: AnyCircuit + Send>(
 }
 
 /// How many witnesses a batch makes ahead of the one being proven
-/// ([`ProveOptions::witnesses_ahead`]); unset, as many as fit in a quarter of the memory
-/// available now (Linux), one to eight, else two.
+/// ([`ProveOptions::witnesses_ahead`]); unset, one, or none where one more witness would take
+/// more than half the memory available now (Linux).
 fn witnesses_ahead(options: &ProveOptions, size: &AssignmentSize, count: usize) -> usize {
     if let Some(n) = options.witnesses_ahead {
-        return n.max(1);
+        return n.min(count);
     }
     // The three evaluation vectors (grown to the domain) and the witness, 32 bytes a value.
-    let bytes = (3 * size.domain + size.inputs + size.aux) * 32;
-    let ahead = available_memory()
-        .map(|free| (free / 4 / bytes.max(1) as u64) as usize)
-        .unwrap_or(2);
-    ahead.clamp(1, 8).min(count.max(1))
+    let bytes = ((3 * size.domain + size.inputs + size.aux) * 32) as u64;
+    let fits = available_memory().is_none_or(|free| bytes <= free / 2);
+    usize::from(fits && count > 1)
 }
 
 /// The memory the kernel says is available for new allocations (`MemAvailable`), on Linux.
