@@ -27,10 +27,10 @@ pub const OPTIONS_ENV: &str = "PREEMPTIBLE_GROTH16_CL_OPTIONS";
 /// Replaces the default grace (10 ms), in milliseconds, for which a request lets a nearly
 /// finished multiexp piece finish (0: never; `gpu` feature, for experiments).
 pub const FINISH_GRACE_ENV: &str = "PREEMPTIBLE_GROTH16_FINISH_GRACE_MS";
-/// How long, in milliseconds, a prover whose devices were all taken by a higher priority waits
-/// for one before its CPU takes a multiexp's chunks (default 0: at once; `gpu` feature, for
-/// experiments: the CPU's work beside a short higher-priority proof may slow that proof more
-/// than it helps the preempted one).
+/// How long, in milliseconds, a prover that yielded its devices to a higher priority waits for
+/// one before its CPU takes a multiexp's chunks (default 150; `0`: at once; `gpu` feature). The
+/// CPU's work beside a short higher-priority proof slows that proof, and the chunks it takes
+/// then are mostly given up when the device comes back.
 pub const CPU_WAIT_ENV: &str = "PREEMPTIBLE_GROTH16_CPU_WAIT_MS";
 /// On the CPU path, how many windows a mapped query is decoded and proved in (default 8; each
 /// window 48 to 384 MiB whatever this says; for experiments: fewer windows are fewer multiexps

@@ -190,7 +190,7 @@ fn a_high_process_preempts_a_low_process() {
 
 /// `PREEMPTIBLE_GROTH16_CPU_WAIT_MS`: a preempted low prover told to wait long for its device
 /// computes no multiexp chunk on the CPU while the high one holds it, and finishes on the device
-/// when it comes back; the same low prover without the wait computes chunks on the CPU then.
+/// when it comes back; the same low prover told not to wait (`0`) computes chunks on the CPU then.
 #[test]
 fn a_preempted_prover_told_to_wait_for_its_device_leaves_the_cpu_alone() {
     let _g = setup("cpu-wait");
@@ -198,7 +198,7 @@ fn a_preempted_prover_told_to_wait_for_its_device_leaves_the_cpu_alone() {
         let env: &[(&str, &str)] = if wait {
             &[(CPU_WAIT_ENV, "600000")]
         } else {
-            &[]
+            &[(CPU_WAIT_ENV, "0")]
         };
         let low = spawn_child_with(Priority::Low, 15, env);
         let low_pid = low.id();

@@ -93,6 +93,19 @@ impl ClaimInner {
         std::mem::take(&mut self.shared().counts)
     }
 
+    /// Whether the CPU leaves a multiexp's chunks alone for now: this prover yielded a device to
+    /// a higher priority less than `cpu_wait` ago. The higher-priority proof is likely short (a
+    /// deadline-bound proof of tens of milliseconds), the CPU's work beside it slows it (its
+    /// synthesis and host work share the cores), and the chunks the CPU takes are mostly given
+    /// up when the device comes back ([`DEFAULT_CPU_WAIT`]).
+    pub(super) fn waits_for_its_device(&self) -> bool {
+        !self.cpu_wait.is_zero()
+            && self
+                .shared()
+                .lost_at
+                .is_some_and(|at| at.elapsed() < self.cpu_wait)
+    }
+
     /// The counters of the proof just done, the devices kept for the next one (a batch's claim):
     /// the device memory each held at its peak since it was taken or last counted, and the
     /// flags raised on devices others hold lowered, so that a device handed over while the
@@ -109,6 +122,15 @@ impl ClaimInner {
         std::mem::take(&mut s.counts)
     }
 }
+
+/// How long a prover that yielded its devices to a higher priority waits for one before its CPU
+/// takes a multiexp's chunks, unless [`crate::config::CPU_WAIT_ENV`] says otherwise. Longer than
+/// a short higher-priority proof holds the device: with a 2^20 low prover and 2^16 high proofs
+/// (56-58 ms alone) on an H100, the high proofs beside the low one took 82 ms (p50) when the CPU
+/// took chunks at once and 66 ms with this wait, and the low proofs lost less time after
+/// synthesis (1934 against 1582 ms over 20 preemptions): the chunks a CPU takes during a short
+/// hold are given up when the device comes back (docs/BENCHMARKS.md, "Preemption").
+pub(crate) const DEFAULT_CPU_WAIT: Duration = Duration::from_millis(150);
 
 /// How long a prover waits at its start for a lower priority to hand a device over before it
 /// starts on the CPU (and keeps asking between chunks). Only a holder verified in the kernel's
@@ -449,5 +471,42 @@ impl ClaimInner {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ClaimInner, Shared, DEFAULT_CPU_WAIT};
+    use crate::priority::Priority;
+    use std::time::{Duration, Instant};
+
+    fn claim(cpu_wait: Duration, lost_at: Option<Instant>) -> ClaimInner {
+        ClaimInner {
+            dir: std::env::temp_dir(),
+            priority: Priority::Low,
+            devices: Vec::new(),
+            idle: Default::default(),
+            shared: std::sync::Mutex::new(Shared {
+                lost_at,
+                ..Shared::default()
+            }),
+            may_wait: false,
+            keep_bases: None,
+            cpu_wait,
+            stop: Default::default(),
+        }
+    }
+
+    #[test]
+    fn only_a_prover_that_just_yielded_a_device_keeps_its_cpu_waiting() {
+        let now = Some(Instant::now());
+        assert!(claim(DEFAULT_CPU_WAIT, now).waits_for_its_device());
+        // Never preempted (no device yet, or every device failed): the CPU works at once.
+        assert!(!claim(DEFAULT_CPU_WAIT, None).waits_for_its_device());
+        // Told not to wait.
+        assert!(!claim(Duration::ZERO, now).waits_for_its_device());
+        // The wait is over: the device stays away longer than a short proof holds it.
+        let long_ago = Instant::now().checked_sub(DEFAULT_CPU_WAIT * 2);
+        assert!(!claim(DEFAULT_CPU_WAIT, long_ago).waits_for_its_device());
     }
 }

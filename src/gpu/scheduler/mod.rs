@@ -106,7 +106,7 @@ impl GpuClaim {
             shared: Mutex::new(Shared::default()),
             may_wait,
             keep_bases,
-            cpu_wait: config.cpu_wait.unwrap_or_default(),
+            cpu_wait: config.cpu_wait.unwrap_or(claim::DEFAULT_CPU_WAIT),
             stop: AtomicBool::new(false),
         });
         inner.start();

@@ -90,17 +90,10 @@ impl ClaimInner {
                 }
                 fresh
             };
-            // Since when the claim has held no device (for `cpu_wait`).
-            let mut without_devices: Option<Instant> = None;
             loop {
                 workers.extend(take_devices().into_iter().map(spawn));
                 let running = workers.iter().filter(|w| !w.is_finished()).count();
-                if running > 0 || !lock(&this.idle).is_empty() {
-                    without_devices = None;
-                }
-                let cpu_may_take = running > 0
-                    || this.cpu_wait.is_zero()
-                    || without_devices.get_or_insert_with(Instant::now).elapsed() >= this.cpu_wait;
+                let cpu_may_take = running > 0 || !this.waits_for_its_device();
                 let pool = cpu_pool(this.priority, running > 0);
                 let rates = this.rates(G::NAME, pool, mapped);
                 let next = {
