@@ -328,14 +328,26 @@ fn gpu_arith(k: u32, iters: u32) {
 /// two can be judged, and the bases that went up to the devices (`keep`: kept on them between
 /// proofs, [`ProveOptions::keep_bases_on_device`]), with `ahead` as
 /// [`ProveOptions::witnesses_ahead`] (`0`: each synthesis after the proof before, so that the
-/// batch's time less its synthesis is its proofs' work). Every batch is verified.
-fn batch(k: u32, count: usize, reps: usize, keeps: &[bool], ahead: Option<usize>) {
+/// batch's time less its synthesis is its proofs' work) and, with `shaped`, from parameters that
+/// carry the circuit's shape, recorded before the clock starts. Every batch is verified.
+fn batch(k: u32, count: usize, reps: usize, keeps: &[bool], ahead: Option<usize>, shaped: bool) {
     let c = Squares::log2(k);
     let t = Instant::now();
     let params = generate_random_parameters(c, &mut thread_rng()).expect("setup");
     println!("ours setup 2^{k}: {:.3} s", t.elapsed().as_secs_f64());
+    // With `shaped`, the circuit's shape is recorded before the batch (a service records it once
+    // per circuit), so that every witness, the first too, is made from it.
+    let prepared = shaped.then(|| {
+        let t = Instant::now();
+        let recorded = CircuitShape::record(c).expect("record");
+        println!(
+            "ours shape 2^{k}: recorded in {:.3} s",
+            t.elapsed().as_secs_f64()
+        );
+        PreparedParameters::new(&params, recorded)
+    });
     for &keep in keeps {
-        batch_on(k, count, reps, keep, ahead, &params);
+        batch_on(k, count, reps, keep, ahead, &params, prepared.as_ref());
     }
 }
 
@@ -347,6 +359,7 @@ fn batch_on(
     keep: bool,
     ahead: Option<usize>,
     params: &Parameters,
+    prepared: Option<&PreparedParameters<&Parameters>>,
 ) {
     let c = Squares::log2(k);
     let pvk = prepare_verifying_key(&params.vk);
@@ -361,8 +374,13 @@ fn batch_on(
         let (r, s) = ((0..count).map(rs).collect(), (0..count).map(rs).collect());
         let before = reset_peak_resident();
         let t = Instant::now();
-        let out =
-            create_proof_batch_with_options(vec![c; count], params, r, s, &options).expect("prove");
+        let out = match prepared {
+            Some(prepared) => {
+                create_proof_batch_with_options(vec![c; count], prepared, r, s, &options)
+            }
+            None => create_proof_batch_with_options(vec![c; count], params, r, s, &options),
+        }
+        .expect("prove");
         let total = t.elapsed().as_secs_f64();
         let peak = peak_resident();
         let proofs: Vec<_> = out.iter().map(|(p, _)| p).collect();
@@ -384,11 +402,16 @@ fn batch_on(
     let mb = |bytes: u64| bytes as f64 / 1e6;
     println!(
         "ours batch 2^{k} x {count}: {:.3} s (the witnesses' synthesis {:.3} s in all, beside the proofs; \
-         {} of {count} from the first one's shape); bases uploaded {:.0} MB in all, {:.0} MB by the \
+         {} of {count} from {}); bases uploaded {:.0} MB in all, {:.0} MB by the \
          first proof ({}); witnesses ahead: {}",
         best.0,
         best.1,
         best.2,
+        if prepared.is_some() {
+            "the shape recorded before"
+        } else {
+            "the first one's shape"
+        },
         mb(best.3.iter().sum()),
         mb(best.3.first().copied().unwrap_or(0)),
         if keep { "kept on the devices" } else { "not kept" },
@@ -536,7 +559,7 @@ fn main() {
         .filter(|a| a != "--bench")
         .collect();
     let usage = "usage: compare prove|compat|shape|msm|msm-g2|fft K REPS | compare shape-sha256 BLOCKS REPS \
-                 | compare batch K N REPS [no-keep|both] [ahead=W]";
+                 | compare batch K N REPS [no-keep|both] [ahead=W] [shaped]";
     let (Some(cmd), Some(k), reps) = (args.first(), args.get(1), args.get(2)) else {
         eprintln!("{usage}");
         return;
@@ -575,7 +598,7 @@ fn main() {
             let ahead = extra
                 .iter()
                 .find_map(|a| a.strip_prefix("ahead=")?.parse().ok());
-            batch(k, count, reps, keeps, ahead);
+            batch(k, count, reps, keeps, ahead, word("shaped"));
         }
         "compat" => compat(k, reps),
         "shape" => {
