@@ -86,6 +86,7 @@ impl MultiexpKernel {
         let (xyzz, clock) =
             self.sum_segments::<G>(built, &plan, &bases_buf, &sorted, started, interrupt)?;
         drop((bases_buf, sorted.entries));
+        phases.mark(&q, "segments")?;
         let bucket_sums = self.fold_buckets::<G>(
             built,
             &plan,
@@ -94,7 +95,7 @@ impl MultiexpKernel {
             sorted.offsets_buf,
             xyzz,
         )?;
-        phases.mark(&q, "buckets")?;
+        phases.mark(&q, "folds")?;
 
         // 4. Weigh the buckets by their digits, in groups, and add runs of groups.
         let out = self.weigh_buckets::<G>(built, &plan, bucket_sums)?;
