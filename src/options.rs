@@ -37,11 +37,14 @@ pub struct ProveOptions {
     /// value each) in host memory beside the inputs until the quotient is done, so smaller
     /// quotients, and those of higher priorities, go whole first.
     pub stepped_quotient_from: usize,
-    /// In a batch of several circuits and parameters without a shape, record the first
-    /// circuit's constraints while it is synthesized and run the others for their witness only
-    /// (`groth16::CircuitShape`); each proof made so is verified before it is returned. Sound
-    /// because the parameters fix the constraints: circuits whose constraints differ from the
-    /// first one's could not give proofs that verify with the same parameters anyway.
+    /// In a batch of several circuits and parameters without a shape, record one circuit's
+    /// constraints while it is synthesized and run the later ones for their witness only
+    /// (`groth16::CircuitShape`); each proof made so is verified before it is returned. The
+    /// recording circuit is the second where a witness may be made ahead
+    /// ([`ProveOptions::witnesses_ahead`]): it is synthesized beside the first, which is
+    /// synthesized plainly so that the first proof starts sooner; else the first. Sound because
+    /// the parameters fix the constraints: circuits whose constraints differ from the recorded
+    /// one's could not give proofs that verify with the same parameters anyway.
     pub reuse_shape_in_batch: bool,
     /// In a batch, how many witnesses may be synthesized, or being synthesized, while the prover
     /// proves the one before (witnesses are synthesized beside the proofs, on a thread of their
@@ -131,7 +134,7 @@ impl ProveOptions {
         self
     }
 
-    /// These options with a batch's first shape reused for the rest or not
+    /// These options with a shape recorded in a batch reused for the rest or not
     /// ([`ProveOptions::reuse_shape_in_batch`]).
     pub fn reuse_shape_in_batch(mut self, reuse: bool) -> Self {
         self.reuse_shape_in_batch = reuse;

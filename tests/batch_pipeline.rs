@@ -1,6 +1,6 @@
 //! A batch synthesizes its witnesses beside its proofs: a later circuit is synthesized while an
-//! earlier one is proven, and no more than `ProveOptions::witnesses_ahead` witnesses are made
-//! ahead of the one being proven.
+//! earlier one is proven, no more than `ProveOptions::witnesses_ahead` witnesses are made ahead
+//! of the one being proven, and with one ahead the first two are synthesized together.
 
 mod circuits;
 
@@ -144,4 +144,73 @@ fn an_unsatisfied_circuit_in_a_pipelined_batch_is_an_error() {
         matches!(result, Err(SynthesisError::Unsatisfiable)),
         "{result:?}"
     );
+}
+
+/// [`Squares`] whose synthesis, as circuit 0, waits for circuit 1's to start (up to 30 s), and
+/// notes whether it did: only a batch that synthesizes the two at once lets it.
+struct Rendezvous {
+    inner: Squares,
+    starting: Option<std::sync::mpsc::Sender<()>>,
+    waiting: Option<(std::sync::mpsc::Receiver<()>, Arc<Mutex<Option<bool>>>)>,
+}
+
+impl Circuit<Scalar> for Rendezvous {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        if let Some(starting) = self.starting {
+            let _ = starting.send(());
+        }
+        if let Some((started, met)) = self.waiting {
+            let seen = started.recv_timeout(Duration::from_secs(30)).is_ok();
+            *met.lock().unwrap() = Some(seen);
+        }
+        self.inner.synthesize(cs)
+    }
+}
+
+/// A batch of four with `ahead` witnesses ahead: whether circuit 0's synthesis saw circuit 1's
+/// start, and each proof's `shape_used`.
+fn first_two_together(ahead: usize) -> (bool, Vec<bool>) {
+    let squares = Squares::log2(10);
+    let rng = &mut ChaCha20Rng::seed_from_u64(5);
+    let params = generate_random_parameters(squares, rng).unwrap();
+    let pvk = prepare_verifying_key(&params.vk);
+    let (starting, started) = std::sync::mpsc::channel();
+    let met = Arc::new(Mutex::new(None));
+    let mut circuits = vec![
+        Rendezvous {
+            inner: squares,
+            starting: None,
+            waiting: Some((started, met.clone())),
+        },
+        Rendezvous {
+            inner: squares,
+            starting: Some(starting),
+            waiting: None,
+        },
+    ];
+    circuits.extend((0..2).map(|_| Rendezvous {
+        inner: squares,
+        starting: None,
+        waiting: None,
+    }));
+    let options = ProveOptions::default().witnesses_ahead(Some(ahead));
+    let ones = vec![Scalar::from(1u64); 4];
+    let proofs =
+        create_proof_batch_with_options(circuits, &params, ones.clone(), ones, &options).unwrap();
+    for (proof, _) in &proofs {
+        assert!(verify_proof(&pvk, proof, &[squares.output()]).unwrap());
+    }
+    let met = met.lock().unwrap().expect("circuit 0 was synthesized");
+    (met, proofs.iter().map(|(_, r)| r.shape_used).collect())
+}
+
+#[test]
+fn with_a_witness_ahead_the_first_two_circuits_are_synthesized_together() {
+    // Circuit 0 plainly, circuit 1 beside it recording the shape the later two are made from.
+    let (met, used) = first_two_together(1);
+    assert!(
+        met,
+        "circuit 1 did not start while circuit 0 was synthesized"
+    );
+    assert_eq!(used, [false, false, true, true]);
 }

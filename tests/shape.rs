@@ -69,7 +69,7 @@ fn a_shape_gives_the_proof_full_synthesis_gives() {
 }
 
 #[test]
-fn a_batch_records_its_first_circuit_and_reuses_the_shape() {
+fn a_batch_records_a_circuit_and_reuses_the_shape() {
     let params = mimc_params();
     let pvk = prepare_verifying_key(&params.vk);
     let (circuits, images): (Vec<_>, Vec<_>) = (10..14).map(mimc_circuit).unzip();
@@ -80,6 +80,22 @@ fn a_batch_records_its_first_circuit_and_reuses_the_shape() {
         ones.clone(),
         ones.clone(),
         &ProveOptions::default(),
+    )
+    .unwrap();
+    // One witness ahead (the default): the first two synthesized together, the second recording.
+    let used: Vec<bool> = proofs.iter().map(|(_, r)| r.shape_used).collect();
+    assert_eq!(used, [false, false, true, true]);
+    for ((proof, _), image) in proofs.iter().zip(&images) {
+        assert!(verify_proof(&pvk, proof, &[*image]).unwrap());
+    }
+    // None ahead: the first records.
+    let serial = ProveOptions::default().witnesses_ahead(Some(0));
+    let proofs = create_proof_batch_with_options(
+        circuits.clone(),
+        &params,
+        ones.clone(),
+        ones.clone(),
+        &serial,
     )
     .unwrap();
     let used: Vec<bool> = proofs.iter().map(|(_, r)| r.shape_used).collect();

@@ -427,15 +427,21 @@ struct Synthesized {
 
 /// The batch's circuits synthesized one after another, circuit `i` once `may_start(i)` says so,
 /// each handed to `send` as soon as it is done (synthesis stops when either returns false: the
-/// prover has stopped): each for its
-/// witness only when `given` (the parameters' shape) is there; else the first fully, its shape
-/// recorded on the way and used for the others ([`ProveOptions::reuse_shape_in_batch`]); else
-/// each fully. The evaluations from a shape run on the pool (`CircuitShape::evaluate`).
+/// prover has stopped): each for its witness only when `given` (the parameters' shape) is there;
+/// else one circuit fully, its shape recorded on the way and used for the others
+/// ([`ProveOptions::reuse_shape_in_batch`]); else each fully. The evaluations from a shape run on
+/// the pool (`CircuitShape::evaluate`).
+///
+/// When the second circuit may be made beside the first (`pair_first`: a witness ahead), the first
+/// is synthesized plainly while a thread of its own makes the second, recording the shape there
+/// when a third circuit will use it: the first proof, which nothing overlaps, waits only for a
+/// plain synthesis, and recording one costs more (about 1.2-1.5x, `docs/BENCHMARKS.md`).
 fn synthesize_each<C: AnyCircuit + Send>(
     circuits: Vec<C>,
     given: Option<&CircuitShape>,
     size: &AssignmentSize,
     options: &ProveOptions,
+    pair_first: bool,
     mut may_start: impl FnMut(usize) -> bool,
     mut send: impl FnMut(Result<Synthesized, SynthesisError>) -> bool,
 ) {
@@ -459,27 +465,19 @@ fn synthesize_each<C: AnyCircuit + Send>(
         witness: Duration::ZERO,
         evaluation: Duration::ZERO,
     };
-    let record = options.reuse_shape_in_batch && circuits.len() > 1 && given.is_none();
-    let mut recorded = None;
-    for (i, circuit) in circuits.into_iter().enumerate() {
-        if !may_start(i) {
-            return;
-        }
+    let recording = |circuit: C| {
         let started = Instant::now();
-        let next = match (given.or(recorded.as_ref()), record && i == 0) {
-            (Some(shape), _) => from_shape(circuit, shape),
-            (None, true) => synthesize_recording(circuit, size).map(|(cs, shape)| {
-                log::info!(
-                    "prove: the batch's first circuit recorded as a shape ({} terms, {} bytes); \
-                     the others run for their witness only",
-                    shape.num_terms(),
-                    shape.memory_bytes()
-                );
-                recorded = Some(shape);
-                full(cs, started)
-            }),
-            (None, false) => synthesize(circuit, size).map(|cs| full(cs, started)),
-        };
+        synthesize_recording(circuit, size).map(|(cs, shape)| {
+            log::info!(
+                "prove: a circuit of the batch recorded as a shape ({} terms, {} bytes); the \
+                 others run for their witness only",
+                shape.num_terms(),
+                shape.memory_bytes()
+            );
+            (full(cs, started), shape)
+        })
+    };
+    let mut send_logged = |i: usize, next: Result<Synthesized, SynthesisError>| {
         if let Ok(s) = &next {
             log::debug!(
                 "prove: witness {i} of {} constraints synthesized in {:.2?}",
@@ -488,7 +486,68 @@ fn synthesize_each<C: AnyCircuit + Send>(
             );
         }
         let failed = next.is_err();
-        if !send(next) || failed {
+        send(next) && !failed
+    };
+    let count = circuits.len();
+    let record = options.reuse_shape_in_batch && count > 1 && given.is_none();
+    let mut recorded = None;
+    let mut circuits = circuits.into_iter().enumerate();
+    if given.is_none() && count > 1 && pair_first {
+        let (Some((_, first)), Some((_, second))) = (circuits.next(), circuits.next()) else {
+            return;
+        };
+        if !may_start(0) {
+            return;
+        }
+        let second = std::thread::scope(|scope| {
+            let recorder = std::thread::Builder::new()
+                .name("groth16-shape".into())
+                .spawn_scoped(scope, || {
+                    if record && count > 2 {
+                        recording(second).map(|(synthesized, shape)| (synthesized, Some(shape)))
+                    } else {
+                        let started = Instant::now();
+                        synthesize(second, size).map(|cs| (full(cs, started), None))
+                    }
+                });
+            let started = Instant::now();
+            let first = synthesize(first, size).map(|cs| full(cs, started));
+            let sent = send_logged(0, first);
+            match recorder {
+                // Joined in any case: the scope would join it anyway.
+                Ok(handle) => match handle.join() {
+                    Ok(second) => sent.then_some(second),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                },
+                Err(e) => sent.then_some(Err(SynthesisError::IoError(e))),
+            }
+        });
+        let Some(second) = second else { return };
+        if !may_start(1) {
+            return;
+        }
+        let second = second.map(|(synthesized, shape)| {
+            recorded = shape;
+            synthesized
+        });
+        if !send_logged(1, second) {
+            return;
+        }
+    }
+    for (i, circuit) in circuits {
+        if !may_start(i) {
+            return;
+        }
+        let started = Instant::now();
+        let next = match (given.or(recorded.as_ref()), record && i == 0) {
+            (Some(shape), _) => from_shape(circuit, shape),
+            (None, true) => recording(circuit).map(|(synthesized, shape)| {
+                recorded = Some(shape);
+                synthesized
+            }),
+            (None, false) => synthesize(circuit, size).map(|cs| full(cs, started)),
+        };
+        if !send_logged(i, next) {
             return;
         }
     }
@@ -584,6 +643,7 @@ where
                         given,
                         size,
                         options,
+                        ahead >= 1,
                         |i| i <= ahead || proofs_done.recv().is_ok(),
                         |next| sender.send(next).is_ok(),
                     )

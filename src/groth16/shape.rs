@@ -41,7 +41,7 @@ impl Matrix {
 }
 
 /// The constraints of a circuit, without a witness: recorded once ([`CircuitShape::record`], or
-/// by the first circuit of a batch: [`crate::groth16::ProveOptions::reuse_shape_in_batch`]),
+/// by a circuit of a batch: [`crate::groth16::ProveOptions::reuse_shape_in_batch`]),
 /// then used by every proof of circuits of the same shape made with
 /// [`crate::groth16::PreparedParameters`]. Every proof made from a shape is verified before it
 /// is returned, so a circuit whose constraints differ from the shape's gives an error, never a
