@@ -151,8 +151,11 @@ fn an_unsatisfied_circuit_in_a_pipelined_batch_is_an_error() {
 struct Rendezvous {
     inner: Squares,
     starting: Option<std::sync::mpsc::Sender<()>>,
-    waiting: Option<(std::sync::mpsc::Receiver<()>, Arc<Mutex<Option<bool>>>)>,
+    waiting: Option<(std::sync::mpsc::Receiver<()>, Met)>,
 }
+
+/// Whether circuit 0 saw circuit 1 start (`None`: circuit 0 was not synthesized).
+type Met = Arc<Mutex<Option<bool>>>;
 
 impl Circuit<Scalar> for Rendezvous {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
