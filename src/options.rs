@@ -176,7 +176,7 @@ pub struct ProofReport {
     /// preemption cannot touch.
     pub synthesis: Duration,
     /// Whether the circuit ran for its witness only, its constraints evaluated from a recorded
-    /// shape (`groth16::CircuitShape`: given with the parameters, or recorded from the first
+    /// shape (`groth16::CircuitShape`: given with the parameters, or recorded from an earlier
     /// circuit of the batch); the proof was then verified before it was returned.
     pub shape_used: bool,
     /// With a shape: the time the circuit took to compute its witness.
