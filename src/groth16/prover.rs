@@ -500,8 +500,8 @@ fn synthesize_each<C: AnyCircuit + Send>(
             return;
         }
         let second = std::thread::scope(|scope| {
-            let recorder = std::thread::Builder::new()
-                .name("groth16-shape".into())
+            let beside = std::thread::Builder::new()
+                .name("groth16-synthesis-2".into())
                 .spawn_scoped(scope, || {
                     if record && count > 2 {
                         recording(second).map(|(synthesized, shape)| (synthesized, Some(shape)))
@@ -513,7 +513,7 @@ fn synthesize_each<C: AnyCircuit + Send>(
             let started = Instant::now();
             let first = synthesize(first, size).map(|cs| full(cs, started));
             let sent = send_logged(0, first);
-            match recorder {
+            match beside {
                 // Joined in any case: the scope would join it anyway.
                 Ok(handle) => match handle.join() {
                     Ok(second) => sent.then_some(second),
