@@ -103,6 +103,19 @@ fn a_batch_records_a_circuit_and_reuses_the_shape() {
     for ((proof, _), image) in proofs.iter().zip(&images) {
         assert!(verify_proof(&pvk, proof, &[*image]).unwrap());
     }
+    // Two circuits, one ahead: both synthesized together, neither records (no third to use it).
+    let pair = create_proof_batch_with_options(
+        circuits[..2].to_vec(),
+        &params,
+        ones[..2].to_vec(),
+        ones[..2].to_vec(),
+        &ProveOptions::default(),
+    )
+    .unwrap();
+    assert!(pair.iter().all(|(_, r)| !r.shape_used));
+    for ((proof, _), image) in pair.iter().zip(&images) {
+        assert!(verify_proof(&pvk, proof, &[*image]).unwrap());
+    }
     // Without the reuse, the same proofs from full synthesis.
     let options = ProveOptions::default().reuse_shape_in_batch(false);
     let full =
