@@ -217,3 +217,35 @@ fn with_a_witness_ahead_the_first_two_circuits_are_synthesized_together() {
     );
     assert_eq!(used, [false, false, true, true]);
 }
+
+#[test]
+fn a_failing_second_circuit_made_beside_the_first_is_the_batch_error() {
+    /// [`Squares`], or a circuit whose witness is missing.
+    #[derive(Clone, Copy)]
+    struct MaybeMissing(Squares, bool);
+    impl Circuit<Scalar> for MaybeMissing {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), SynthesisError> {
+            if self.1 {
+                cs.alloc(|| "x", || Err(SynthesisError::AssignmentMissing))?;
+            }
+            self.0.synthesize(cs)
+        }
+    }
+    let squares = Squares::log2(10);
+    let rng = &mut ChaCha20Rng::seed_from_u64(6);
+    let params = generate_random_parameters(MaybeMissing(squares, false), rng).unwrap();
+    let circuits = [false, true, false, false]
+        .map(|missing| MaybeMissing(squares, missing))
+        .to_vec();
+    let ones = vec![Scalar::from(1u64); 4];
+    // One witness ahead: circuit 1 is made (and fails) on its own thread beside circuit 0.
+    let options = ProveOptions::default().witnesses_ahead(Some(1));
+    let result = create_proof_batch_with_options(circuits, &params, ones.clone(), ones, &options);
+    assert!(
+        matches!(result, Err(SynthesisError::AssignmentMissing)),
+        "{result:?}"
+    );
+}
