@@ -33,7 +33,9 @@ impl ClaimInner {
         let started = Instant::now();
         let result = self.on_fft_device(&mut |k| k.device.quotient(a, b, c, &|| k.should_yield()));
         if matches!(result, QuotientOnGpu::Preempted) {
-            self.shared().counts.device_work_lost += started.elapsed();
+            let lost = started.elapsed();
+            log::info!("gpu: a quotient stopped; {lost:.2?} of its device work thrown away");
+            self.shared().counts.device_work_lost += lost;
         }
         result
     }
@@ -52,7 +54,11 @@ impl ClaimInner {
                 .last_step_at
                 .filter(|at| *at > started)
                 .unwrap_or(started);
-            self.shared().counts.device_work_lost += since.elapsed();
+            let lost = since.elapsed();
+            log::info!(
+                "gpu: a quotient in steps stopped; {lost:.2?} of its device work thrown away"
+            );
+            self.shared().counts.device_work_lost += lost;
         }
         result
     }

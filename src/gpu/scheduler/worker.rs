@@ -187,13 +187,13 @@ impl ClaimInner {
         s.counts.device_work_lost += lost;
         s.counts.kept_chunks += kept as u64;
         drop(s);
-        if kept > 0 {
-            log::info!(
-                "gpu: {} kept {kept} of {} chunk(s) of a call that stopped ({e})",
-                k.device.id,
-                run.len()
-            );
-        }
+        // Both figures per stop, so that a run's log says which calls a preemption costs most.
+        log::info!(
+            "gpu: {} kept {kept} of {} chunk(s) of a call that stopped ({e}); {lost:.2?} of its \
+             device work thrown away",
+            k.device.id,
+            run.len()
+        );
         let left = run.len() - kept;
         let mut q = lock(queue);
         for chunk in run.into_iter().skip(kept).rev() {
