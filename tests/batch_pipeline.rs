@@ -147,74 +147,87 @@ fn an_unsatisfied_circuit_in_a_pipelined_batch_is_an_error() {
 }
 
 /// [`Squares`] whose synthesis, as circuit 0, waits for circuit 1's to start (up to 30 s), and
-/// notes whether it did: only a batch that synthesizes the two at once lets it.
+/// notes whether it did (only a batch that synthesizes the two at once lets it); as circuit 1,
+/// says it started, then lingers and notes when it ended.
 struct Rendezvous {
     inner: Squares,
-    starting: Option<std::sync::mpsc::Sender<()>>,
+    starting: Option<(std::sync::mpsc::Sender<()>, Instant, Ended)>,
     waiting: Option<(std::sync::mpsc::Receiver<()>, Met)>,
 }
 
 /// Whether circuit 0 saw circuit 1 start (`None`: circuit 0 was not synthesized).
 type Met = Arc<Mutex<Option<bool>>>;
+/// When circuit 1's synthesis ended, after the batch's start.
+type Ended = Arc<Mutex<Option<Duration>>>;
+
+/// How long circuit 1 lingers: far longer than a 2^10 proof.
+const LINGER: Duration = Duration::from_secs(2);
 
 impl Circuit<Scalar> for Rendezvous {
     fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        if let Some(starting) = self.starting {
-            let _ = starting.send(());
-        }
         if let Some((started, met)) = self.waiting {
             let seen = started.recv_timeout(Duration::from_secs(30)).is_ok();
             *met.lock().unwrap() = Some(seen);
         }
-        self.inner.synthesize(cs)
+        let Some((starting, t0, ended)) = self.starting else {
+            return self.inner.synthesize(cs);
+        };
+        let _ = starting.send(());
+        std::thread::sleep(LINGER);
+        let result = self.inner.synthesize(cs);
+        *ended.lock().unwrap() = Some(t0.elapsed());
+        result
     }
 }
 
-/// A batch of four with `ahead` witnesses ahead: whether circuit 0's synthesis saw circuit 1's
-/// start, and each proof's `shape_used`.
-fn first_two_together(ahead: usize) -> (bool, Vec<bool>) {
+#[test]
+fn with_a_witness_ahead_the_first_two_circuits_are_synthesized_together() {
     let squares = Squares::log2(10);
     let rng = &mut ChaCha20Rng::seed_from_u64(5);
     let params = generate_random_parameters(squares, rng).unwrap();
     let pvk = prepare_verifying_key(&params.vk);
     let (starting, started) = std::sync::mpsc::channel();
-    let met = Arc::new(Mutex::new(None));
-    let mut circuits = vec![
-        Rendezvous {
-            inner: squares,
-            starting: None,
-            waiting: Some((started, met.clone())),
-        },
-        Rendezvous {
-            inner: squares,
-            starting: Some(starting),
-            waiting: None,
-        },
-    ];
-    circuits.extend((0..2).map(|_| Rendezvous {
+    let (met, ended) = (Met::default(), Ended::default());
+    let plain = || Rendezvous {
         inner: squares,
         starting: None,
         waiting: None,
-    }));
-    let options = ProveOptions::default().witnesses_ahead(Some(ahead));
+    };
+    let t0 = Instant::now();
+    let circuits = vec![
+        Rendezvous {
+            waiting: Some((started, met.clone())),
+            ..plain()
+        },
+        Rendezvous {
+            starting: Some((starting, t0, ended.clone())),
+            ..plain()
+        },
+        plain(),
+        plain(),
+    ];
+    let options = ProveOptions::default().witnesses_ahead(Some(1));
     let ones = vec![Scalar::from(1u64); 4];
     let proofs =
         create_proof_batch_with_options(circuits, &params, ones.clone(), ones, &options).unwrap();
     for (proof, _) in &proofs {
         assert!(verify_proof(&pvk, proof, &[squares.output()]).unwrap());
     }
+    // Together: circuit 1 started while circuit 0 was synthesized.
     let met = met.lock().unwrap().expect("circuit 0 was synthesized");
-    (met, proofs.iter().map(|(_, r)| r.shape_used).collect())
-}
-
-#[test]
-fn with_a_witness_ahead_the_first_two_circuits_are_synthesized_together() {
-    // Circuit 0 plainly, circuit 1 beside it recording the shape the later two are made from.
-    let (met, used) = first_two_together(1);
     assert!(
         met,
         "circuit 1 did not start while circuit 0 was synthesized"
     );
+    // The first proof did not wait for circuit 1 (`total` runs from the batch's start, after t0).
+    let ended = ended.lock().unwrap().expect("circuit 1 was synthesized");
+    let first_done = proofs[0].1.total;
+    assert!(
+        first_done < ended,
+        "proof 0 done at {first_done:?}, circuit 1 made at {ended:?}"
+    );
+    // Circuit 0 plainly, circuit 1 recording the shape the later two are made from.
+    let used: Vec<bool> = proofs.iter().map(|(_, r)| r.shape_used).collect();
     assert_eq!(used, [false, false, true, true]);
 }
 
@@ -241,7 +254,8 @@ fn a_failing_second_circuit_made_beside_the_first_is_the_batch_error() {
         .map(|missing| MaybeMissing(squares, missing))
         .to_vec();
     let ones = vec![Scalar::from(1u64); 4];
-    // One witness ahead: circuit 1 is made (and fails) on its own thread beside circuit 0.
+    // One witness ahead: circuit 1, made beside circuit 0, fails after circuit 0 is proven; its
+    // error is the batch's, not a shorter list of proofs.
     let options = ProveOptions::default().witnesses_ahead(Some(1));
     let result = create_proof_batch_with_options(circuits, &params, ones.clone(), ones, &options);
     assert!(

@@ -206,7 +206,9 @@ fn blake2s_gadget_proves_in_a_priority_batch_with_reports() {
         assert!(verify_proof(&pvk, proof, &blake2s_inputs(image)).unwrap());
     }
     // This crate's addition: the options and a report beside each proof.
-    let options = native::ProveOptions::with_priority(native::Priority::Low).use_gpu(false);
+    let options = native::ProveOptions::with_priority(native::Priority::Low)
+        .use_gpu(false)
+        .witnesses_ahead(Some(1));
     let with_reports =
         create_random_proof_batch_with_options(circuits, params, rng, &options).unwrap();
     for ((proof, report), image) in with_reports.iter().zip(&images) {

@@ -74,15 +74,17 @@ fn a_batch_records_a_circuit_and_reuses_the_shape() {
     let pvk = prepare_verifying_key(&params.vk);
     let (circuits, images): (Vec<_>, Vec<_>) = (10..14).map(mimc_circuit).unzip();
     let ones = vec![Scalar::ONE; 4];
+    // One witness ahead (the default where memory allows; named, so that the test does not
+    // depend on the machine): the first two synthesized together, the second recording.
+    let one_ahead = ProveOptions::default().witnesses_ahead(Some(1));
     let proofs = create_proof_batch_with_options(
         circuits.clone(),
         &params,
         ones.clone(),
         ones.clone(),
-        &ProveOptions::default(),
+        &one_ahead,
     )
     .unwrap();
-    // One witness ahead (the default): the first two synthesized together, the second recording.
     let used: Vec<bool> = proofs.iter().map(|(_, r)| r.shape_used).collect();
     assert_eq!(used, [false, false, true, true]);
     for ((proof, _), image) in proofs.iter().zip(&images) {
@@ -103,13 +105,13 @@ fn a_batch_records_a_circuit_and_reuses_the_shape() {
     for ((proof, _), image) in proofs.iter().zip(&images) {
         assert!(verify_proof(&pvk, proof, &[*image]).unwrap());
     }
-    // Two circuits, one ahead: both synthesized together, neither records (no third to use it).
+    // Two circuits, one ahead: both synthesized in full (no third circuit to use a shape).
     let pair = create_proof_batch_with_options(
         circuits[..2].to_vec(),
         &params,
         ones[..2].to_vec(),
         ones[..2].to_vec(),
-        &ProveOptions::default(),
+        &one_ahead,
     )
     .unwrap();
     assert!(pair.iter().all(|(_, r)| !r.shape_used));

@@ -379,9 +379,10 @@ where
 /// Proves several circuits that share `params`, circuit `i` with blinding factors `r[i]`, `s[i]`.
 ///
 /// The proofs are made one after another, each using every thread for its FFTs and multiexps;
-/// the witnesses are synthesized one after another on a thread of their own beside them, at
-/// most [`ProveOptions::witnesses_ahead`](crate::groth16::ProveOptions::witnesses_ahead) made
-/// or being made beside the one being proven.
+/// the witnesses are synthesized on a thread of their own beside them (the first two at once
+/// where one may be made ahead), at most
+/// [`ProveOptions::witnesses_ahead`](crate::groth16::ProveOptions::witnesses_ahead) made or
+/// being made beside the one being proven.
 pub fn create_proof_batch<C, P>(
     circuits: Vec<C>,
     params: P,
@@ -425,17 +426,18 @@ struct Synthesized {
     evaluation: Duration,
 }
 
-/// The batch's circuits synthesized one after another, circuit `i` once `may_start(i)` says so,
+/// The batch's circuits synthesized in order, circuit `i` once `may_start(i)` says so,
 /// each handed to `send` as soon as it is done (synthesis stops when either returns false: the
 /// prover has stopped): each for its witness only when `given` (the parameters' shape) is there;
 /// else one circuit fully, its shape recorded on the way and used for the others
 /// ([`ProveOptions::reuse_shape_in_batch`]); else each fully. The evaluations from a shape run on
 /// the pool (`CircuitShape::evaluate`).
 ///
-/// When the second circuit may be made beside the first (`pair_first`: a witness ahead), the first
-/// is synthesized plainly while a thread of its own makes the second, recording the shape there
-/// when a third circuit will use it: the first proof, which nothing overlaps, waits only for a
-/// plain synthesis, and recording one costs more (about 1.2-1.5x, `docs/BENCHMARKS.md`).
+/// When the second circuit may be made beside the first (`pair_first`: a witness ahead, and no
+/// shape given), the first is synthesized plainly while a thread of its own makes the second,
+/// recording the shape there when a third circuit will use it: the first proof, which nothing
+/// overlaps, waits only for a plain synthesis, and recording one costs more (about 1.2x,
+/// `docs/BENCHMARKS.md`).
 fn synthesize_each<C: AnyCircuit + Send>(
     circuits: Vec<C>,
     given: Option<&CircuitShape>,
@@ -496,36 +498,46 @@ fn synthesize_each<C: AnyCircuit + Send>(
         let (Some((_, first)), Some((_, second))) = (circuits.next(), circuits.next()) else {
             return;
         };
-        if !may_start(0) {
+        if !(may_start(0) && may_start(1)) {
             return;
         }
+        // The second circuit waits here for its thread, so that it is not lost with the thread's
+        // closure when no thread can be started: it is then made after the first, here.
+        let waiting = std::sync::Mutex::new(Some(second));
+        let make_second = || {
+            let taken = waiting.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let Some(second) = taken else {
+                let taken_twice = std::io::Error::other("the batch's second circuit taken twice");
+                return Err(SynthesisError::IoError(taken_twice));
+            };
+            if record && count > 2 {
+                recording(second).map(|(synthesized, shape)| (synthesized, Some(shape)))
+            } else {
+                let started = Instant::now();
+                synthesize(second, size).map(|cs| (full(cs, started), None))
+            }
+        };
+        // A failing first circuit's error reaches the prover at once, but the batch returns only
+        // once the second is made: a circuit's synthesis cannot be stopped from outside.
         let second = std::thread::scope(|scope| {
             let beside = std::thread::Builder::new()
                 .name("groth16-synthesis-2".into())
-                .spawn_scoped(scope, || {
-                    if record && count > 2 {
-                        recording(second).map(|(synthesized, shape)| (synthesized, Some(shape)))
-                    } else {
-                        let started = Instant::now();
-                        synthesize(second, size).map(|cs| (full(cs, started), None))
-                    }
-                });
+                .spawn_scoped(scope, make_second);
             let started = Instant::now();
             let first = synthesize(first, size).map(|cs| full(cs, started));
-            let sent = send_logged(0, first);
-            match beside {
-                // Joined in any case: the scope would join it anyway.
-                Ok(handle) => match handle.join() {
-                    Ok(second) => sent.then_some(second),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                },
-                Err(e) => sent.then_some(Err(SynthesisError::IoError(e))),
+            if !send_logged(0, first) {
+                return None;
             }
+            Some(match beside.map(|handle| handle.join()) {
+                Ok(Ok(second)) => second,
+                Ok(Err(panic)) => std::panic::resume_unwind(panic),
+                Err(e) => {
+                    log::debug!("prove: no thread for the batch's second circuit ({e}); made here");
+                    make_second()
+                }
+            })
         });
         let Some(second) = second else { return };
-        if !may_start(1) {
-            return;
-        }
         let second = second.map(|(synthesized, shape)| {
             recorded = shape;
             synthesized
