@@ -39,12 +39,12 @@ pub struct ProveOptions {
     pub stepped_quotient_from: usize,
     /// In a batch of several circuits and parameters without a shape, record one circuit's
     /// constraints while it is synthesized and run the later ones for their witness only
-    /// (`groth16::CircuitShape`); each proof made so is verified before it is returned. The
-    /// recording circuit is the second where a witness may be made ahead
-    /// ([`ProveOptions::witnesses_ahead`]): it is synthesized beside the first, which is
-    /// synthesized plainly so that the first proof starts sooner; else the first. Sound because
-    /// the parameters fix the constraints: circuits whose constraints differ from the recorded
-    /// one's could not give proofs that verify with the same parameters anyway.
+    /// (`groth16::CircuitShape`); each proof made so is verified before it is returned. Where a
+    /// witness may be made ahead ([`ProveOptions::witnesses_ahead`]), the first two circuits are
+    /// synthesized at once, the first plainly so that the first proof starts sooner, and the
+    /// second records (a batch of two records none); else the first records. Sound because the
+    /// parameters fix the constraints: circuits whose constraints differ from the recorded one's
+    /// could not give proofs that verify with the same parameters anyway.
     pub reuse_shape_in_batch: bool,
     /// In a batch, how many witnesses may be synthesized, or being synthesized, while the prover
     /// proves the one before (witnesses are synthesized beside the proofs, on a thread of their
@@ -56,7 +56,7 @@ pub struct ProveOptions {
     /// more than half the memory available at the batch's start (Linux). On an H100 host,
     /// batches of 10 x 2^22 and 8 x 2^24 constraints took the same time with one as with as
     /// many as fit in a quarter of the memory, and added 1.5 and 4.6 GiB at their peak against
-    /// 3.7 and 11.1 GiB (docs/BENCHMARKS.md).
+    /// 3.7 and 11.1 GiB (commit ee6f7ab, synthesizing one circuit at a time; docs/BENCHMARKS.md).
     pub witnesses_ahead: Option<usize>,
     /// In a batch of several circuits, keep each query's bases on the devices the batch holds
     /// between its proofs, so that they go up once per batch rather than once per proof (a
