@@ -379,7 +379,8 @@ fn batch_on(
     let options = ProveOptions::default()
         .keep_bases_on_device(keep)
         .witnesses_ahead(ahead);
-    let mut best = (f64::MAX, 0.0, 0, Vec::new(), Vec::new(), Vec::new());
+    // The fastest run's time and its reports.
+    let mut best: Option<(f64, Vec<preemptible_groth16::groth16::ProofReport>)> = None;
     let mut most_resident = 0u64;
     for _ in 0..reps.max(1) {
         let rs = |_| Scalar::random(thread_rng());
@@ -398,41 +399,42 @@ fn batch_on(
         let proofs: Vec<_> = out.iter().map(|(p, _)| p).collect();
         let inputs = vec![input.to_vec(); count];
         assert!(verify_proofs_batch(&pvk, &mut thread_rng(), &proofs, &inputs).expect("verify"));
-        // Each report's synthesis is its own circuit's, made beside the proofs before it.
-        let synthesis: f64 = out.iter().map(|(_, r)| r.synthesis.as_secs_f64()).sum();
-        let shaped = out.iter().filter(|(_, r)| r.shape_used).count();
-        let uploaded: Vec<u64> = out.iter().map(|(_, r)| r.bases_uploaded_bytes).collect();
-        // Each proof's `total` runs from the batch's start: when it was done.
-        let done: Vec<f64> = out.iter().map(|(_, r)| r.total.as_secs_f64()).collect();
-        let syntheses: Vec<f64> = out.iter().map(|(_, r)| r.synthesis.as_secs_f64()).collect();
-        if total < best.0 {
-            best = (total, synthesis, shaped, uploaded, done, syntheses);
+        if best.as_ref().is_none_or(|(fastest, _)| total < *fastest) {
+            best = Some((total, out.into_iter().map(|(_, r)| r).collect()));
         }
         if let (Some(peak), Some(before)) = (peak, before) {
             most_resident = most_resident.max(peak.saturating_sub(before));
         }
     }
+    let Some((total, reports)) = best else { return };
+    // Each report's synthesis is its own circuit's, made beside the proofs before it, and its
+    // `total` runs from the batch's start: when it was done.
+    let seconds = |d: std::time::Duration| format!("{:.3}", d.as_secs_f64());
+    let synthesis: f64 = reports.iter().map(|r| r.synthesis.as_secs_f64()).sum();
+    let uploaded: Vec<u64> = reports.iter().map(|r| r.bases_uploaded_bytes).collect();
     let mb = |bytes: u64| bytes as f64 / 1e6;
     println!(
-        "ours batch 2^{k} x {count}: {:.3} s (the witnesses' synthesis {:.3} s in all, beside the proofs; \
-         {} of {count} from {}); bases uploaded {:.0} MB in all, {:.0} MB by the \
-         first proof ({}); witnesses ahead: {}",
-        best.0,
-        best.1,
-        best.2,
+        "ours batch 2^{k} x {count}: {total:.3} s (the witnesses' synthesis {synthesis:.3} s in \
+         all, beside the proofs; {} of {count} from {}); bases uploaded {:.0} MB in all, {:.0} MB \
+         by the first proof ({}); witnesses ahead: {}",
+        reports.iter().filter(|r| r.shape_used).count(),
         if prepared.is_some() {
             "the shape recorded before"
         } else {
             "a shape recorded in the batch"
         },
-        mb(best.3.iter().sum()),
-        mb(best.3.first().copied().unwrap_or(0)),
-        if keep { "kept on the devices" } else { "not kept" },
+        mb(uploaded.iter().sum()),
+        mb(uploaded.first().copied().unwrap_or(0)),
+        if keep {
+            "kept on the devices"
+        } else {
+            "not kept"
+        },
         ahead.map_or("default".to_string(), |a| a.to_string()),
     );
-    let done: Vec<String> = best.4.iter().map(|s| format!("{s:.3}")).collect();
+    let done: Vec<String> = reports.iter().map(|r| seconds(r.total)).collect();
     println!("  proofs done at (s): {}", done.join(" "));
-    let syntheses: Vec<String> = best.5.iter().map(|s| format!("{s:.3}")).collect();
+    let syntheses: Vec<String> = reports.iter().map(|r| seconds(r.synthesis)).collect();
     println!("  each witness's synthesis (s): {}", syntheses.join(" "));
     // The parameters' points in memory, and one witness: its assignment and the evaluations of
     // A, B and C, 32 bytes a value each.

@@ -76,6 +76,19 @@ fn start_of(starts: &[(usize, Duration)], i: usize) -> Duration {
     starts.iter().find(|(j, _)| *j == i).unwrap().1
 }
 
+/// Asserts that circuit `i + gap` of a batch of four started once proof `i` was done.
+fn starts_after_proofs(proofs: &[(Proof, ProofReport)], starts: &[(usize, Duration)], gap: usize) {
+    for (i, (_, report)) in proofs.iter().enumerate().take(4 - gap) {
+        let done = report.total;
+        let start = start_of(starts, i + gap);
+        assert!(
+            start >= done,
+            "circuit {} started at {start:?}, proof {i} done at {done:?}",
+            i + gap
+        );
+    }
+}
+
 #[test]
 fn later_witnesses_are_synthesized_while_earlier_proofs_run_and_at_most_the_bound_wait() {
     let (proofs, starts) = batch_of_four(1);
@@ -89,29 +102,13 @@ fn later_witnesses_are_synthesized_while_earlier_proofs_run_and_at_most_the_boun
     // Bounded: with one witness allowed ahead, at most two are alive, so circuit i + 2 starts
     // only once proof i is done (on this path a proof takes longer than a synthesis, so without
     // the bound they would pile up).
-    for (i, (_, report)) in proofs.iter().enumerate().take(2) {
-        let done = report.total;
-        assert!(
-            start_of(&starts, i + 2) >= done,
-            "circuit {} started at {:?}, proof {i} done at {done:?}",
-            i + 2,
-            start_of(&starts, i + 2)
-        );
-    }
+    starts_after_proofs(&proofs, &starts, 2);
 }
 
 #[test]
 fn with_no_witness_ahead_each_circuit_waits_for_the_proof_before() {
     let (proofs, starts) = batch_of_four(0);
-    for (i, (_, report)) in proofs.iter().enumerate().take(3) {
-        let done = report.total;
-        assert!(
-            start_of(&starts, i + 1) >= done,
-            "circuit {} started at {:?}, proof {i} done at {done:?}",
-            i + 1,
-            start_of(&starts, i + 1)
-        );
-    }
+    starts_after_proofs(&proofs, &starts, 1);
 }
 
 #[test]

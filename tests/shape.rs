@@ -73,55 +73,36 @@ fn a_batch_records_a_circuit_and_reuses_the_shape() {
     let params = mimc_params();
     let pvk = prepare_verifying_key(&params.vk);
     let (circuits, images): (Vec<_>, Vec<_>) = (10..14).map(mimc_circuit).unzip();
-    let ones = vec![Scalar::ONE; 4];
+    // The first `n` circuits proven with `options`, each proof verified; which used the shape.
+    let prove = |n: usize, options: &ProveOptions| {
+        let ones = vec![Scalar::ONE; n];
+        let proofs = create_proof_batch_with_options(
+            circuits[..n].to_vec(),
+            &params,
+            ones.clone(),
+            ones,
+            options,
+        )
+        .unwrap();
+        for ((proof, _), image) in proofs.iter().zip(&images) {
+            assert!(verify_proof(&pvk, proof, &[*image]).unwrap());
+        }
+        let used: Vec<bool> = proofs.iter().map(|(_, r)| r.shape_used).collect();
+        (proofs, used)
+    };
     // One witness ahead (the default where memory allows; named, so that the test does not
     // depend on the machine): the first two synthesized together, the second recording.
     let one_ahead = ProveOptions::default().witnesses_ahead(Some(1));
-    let proofs = create_proof_batch_with_options(
-        circuits.clone(),
-        &params,
-        ones.clone(),
-        ones.clone(),
-        &one_ahead,
-    )
-    .unwrap();
-    let used: Vec<bool> = proofs.iter().map(|(_, r)| r.shape_used).collect();
+    let (_, used) = prove(4, &one_ahead);
     assert_eq!(used, [false, false, true, true]);
-    for ((proof, _), image) in proofs.iter().zip(&images) {
-        assert!(verify_proof(&pvk, proof, &[*image]).unwrap());
-    }
     // None ahead: the first records.
-    let serial = ProveOptions::default().witnesses_ahead(Some(0));
-    let proofs = create_proof_batch_with_options(
-        circuits.clone(),
-        &params,
-        ones.clone(),
-        ones.clone(),
-        &serial,
-    )
-    .unwrap();
-    let used: Vec<bool> = proofs.iter().map(|(_, r)| r.shape_used).collect();
+    let (proofs, used) = prove(4, &ProveOptions::default().witnesses_ahead(Some(0)));
     assert_eq!(used, [false, true, true, true]);
-    for ((proof, _), image) in proofs.iter().zip(&images) {
-        assert!(verify_proof(&pvk, proof, &[*image]).unwrap());
-    }
     // Two circuits, one ahead: both synthesized in full (no third circuit to use a shape).
-    let pair = create_proof_batch_with_options(
-        circuits[..2].to_vec(),
-        &params,
-        ones[..2].to_vec(),
-        ones[..2].to_vec(),
-        &one_ahead,
-    )
-    .unwrap();
-    assert!(pair.iter().all(|(_, r)| !r.shape_used));
-    for ((proof, _), image) in pair.iter().zip(&images) {
-        assert!(verify_proof(&pvk, proof, &[*image]).unwrap());
-    }
+    let (_, used) = prove(2, &one_ahead);
+    assert_eq!(used, [false, false]);
     // Without the reuse, the same proofs from full synthesis.
-    let options = ProveOptions::default().reuse_shape_in_batch(false);
-    let full =
-        create_proof_batch_with_options(circuits, &params, ones.clone(), ones, &options).unwrap();
+    let (full, _) = prove(4, &ProveOptions::default().reuse_shape_in_batch(false));
     assert!(full.iter().all(|(_, r)| !r.shape_used));
     let same: Vec<bool> = full
         .iter()

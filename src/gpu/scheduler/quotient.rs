@@ -33,9 +33,7 @@ impl ClaimInner {
         let started = Instant::now();
         let result = self.on_fft_device(&mut |k| k.device.quotient(a, b, c, &|| k.should_yield()));
         if matches!(result, QuotientOnGpu::Preempted) {
-            let lost = started.elapsed();
-            log::info!("gpu: a quotient stopped; {lost:.2?} of its device work thrown away");
-            self.shared().counts.device_work_lost += lost;
+            self.count_lost_quotient_work("a quotient", started);
         }
         result
     }
@@ -54,13 +52,16 @@ impl ClaimInner {
                 .last_step_at
                 .filter(|at| *at > started)
                 .unwrap_or(started);
-            let lost = since.elapsed();
-            log::info!(
-                "gpu: a quotient in steps stopped; {lost:.2?} of its device work thrown away"
-            );
-            self.shared().counts.device_work_lost += lost;
+            self.count_lost_quotient_work("a quotient in steps", since);
         }
         result
+    }
+
+    /// Counts and logs the device work a stopped quotient (`what`) did since `since` and lost.
+    fn count_lost_quotient_work(&self, what: &str, since: Instant) {
+        let lost = since.elapsed();
+        log::info!("gpu: {what} stopped; {lost:.2?} of its device work thrown away");
+        self.shared().counts.device_work_lost += lost;
     }
 
     /// Runs `quotient` on a held (or newly taken) device that has an FFT program.
