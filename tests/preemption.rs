@@ -707,6 +707,70 @@ fn a_priority_guard_keeps_lower_provers_off_across_proofs() {
     assert!(gpu_is_available().unwrap());
 }
 
+/// A circuit whose witness takes `delay` before its squares: a deadline-bound proof whose
+/// synthesis is long enough for a hand-over to fit in it.
+#[derive(Clone, Copy)]
+struct SlowWitness {
+    squares: Squares,
+    delay: Duration,
+}
+
+impl preemptible_groth16::Circuit<Scalar> for SlowWitness {
+    fn synthesize<CS: preemptible_groth16::ConstraintSystem<Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), preemptible_groth16::SynthesisError> {
+        std::thread::sleep(self.delay);
+        self.squares.synthesize(cs)
+    }
+}
+
+/// A high prover that takes a `PriorityGuard` before its synthesis (the README's recipe for a
+/// deadline-bound proof) finds the device handed over when its synthesis ends: the low prover
+/// yielded during it, and the high one asked for nothing and waited for nothing. Without the
+/// guard the same proof asks after its synthesis and waits for the hand-over.
+#[test]
+fn a_guard_taken_before_synthesis_has_the_device_handed_over_during_it() {
+    let _g = setup("guard-synthesis");
+    let (long, short) = long_and_short();
+    let slow = SlowWitness {
+        squares: short.circuit,
+        delay: Duration::from_millis(300),
+    };
+    let pvk = prepare_verifying_key(&short.params.vk);
+    let run = |guarded: bool| -> (ProofReport, ProofReport) {
+        std::thread::scope(|s| {
+            let low = s.spawn(|| prove(long, &options(Priority::Low, Some("fake-0"))));
+            wait_for_holder("fake-0", Priority::Low);
+            let guard = guarded.then(|| PriorityGuard::acquire(Priority::High).unwrap());
+            let (proof, high) = create_random_proof_with_options(
+                slow,
+                &short.params,
+                &mut thread_rng(),
+                &options(Priority::High, Some("fake-0")),
+            )
+            .unwrap();
+            drop(guard);
+            assert!(verify_proof(&pvk, &proof, &[short.circuit.output()]).unwrap());
+            (low.join().unwrap(), high)
+        })
+    };
+    let (low, high) = run(true);
+    assert!(low.preemptions >= 1, "{low:?}");
+    assert!(
+        high.handover.is_none() && high.wait == Duration::ZERO,
+        "the device was handed over during the synthesis: {high:?}"
+    );
+    assert!(high.fft_on_gpu && high.gpu_chunks_total() > 0, "{high:?}");
+    assert!(high.synthesis >= slow.delay, "{high:?}");
+    let (low, high) = run(false);
+    assert!(low.preemptions >= 1, "{low:?}");
+    assert!(
+        high.handover.is_some() && high.wait > Duration::ZERO,
+        "without the guard the high prover asks after its synthesis: {high:?}"
+    );
+}
+
 /// A circuit whose synthesis makes another proof first (a proof started from inside another
 /// proof's thread).
 struct Nested<'a> {
