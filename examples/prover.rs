@@ -2,9 +2,10 @@
 //!
 //! ```text
 //! cargo run --release --features gpu,serde --example prover -- --demo [--fake] [--low K] [--high K] \
-//!     [--rounds N] [--alone] [--alone-proofs N] [--low-holds-ms MS] [--mapped]
+//!     [--rounds N] [--alone] [--alone-proofs N] [--low-holds-ms MS] [--mapped] [--high-guard]
 //! cargo run --release --features gpu,serde --example prover -- --circuit squares|sha256 \
-//!     --log2-constraints K --priority low|normal|high --proofs N [--json] [--after-go] [--mapped] [--shape]
+//!     --log2-constraints K --priority low|normal|high --proofs N [--json] [--after-go] [--mapped] \
+//!     [--shape] [--guard]
 //! ```
 //!
 //! A prover run generates the circuit's parameters once and caches them under `params-cache/`,
@@ -24,6 +25,10 @@
 //! first prints `{"ready":true}`). `--mapped` proves from the cached file mapped into memory
 //! (`MappedParameters`) instead of read into it (in the demo: the low service does); `--shape` records the circuit's shape once (no
 //! witness) and proves each proof from it, computing only the witness (`PreparedParameters`).
+//! `--guard` holds a `gpu::PriorityGuard` at the proofs' priority from before each proof's
+//! synthesis until the proof is done, so that lower provers hand the devices over while the
+//! circuit is synthesized (the README's recipe for a deadline-bound proof); `--high-guard` has
+//! the demo's high service do so.
 
 #[path = "../tests/circuits/mod.rs"]
 mod circuits;
@@ -107,10 +112,18 @@ struct Args {
     /// (`PreparedParameters`).
     #[arg(long)]
     shape: bool,
+    /// Hold a priority guard (`gpu::PriorityGuard`) at the proofs' priority from before each
+    /// proof's synthesis until it is done: lower provers hand the devices over meanwhile.
+    #[arg(long)]
+    guard: bool,
+    /// Demo: the high service proves with `--guard`.
+    #[arg(long)]
+    high_guard: bool,
 }
 
 impl Args {
     /// Proofs each demo service makes alone, counted (0: none).
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
     fn alone(&self) -> usize {
         self.alone_proofs.unwrap_or(if self.alone { 2 } else { 0 })
     }
@@ -214,14 +227,17 @@ fn params_for(
     Ok(params)
 }
 
+/// Proves `c` and verifies the proof; `guard`, if any, is dropped once the proof is made.
 fn prove_one<C: Circuit<Scalar> + Send>(
     c: C,
     inputs: &[Scalar],
     params: &(dyn ParameterSource + Sync),
     options: &ProveOptions,
+    guard: Option<preemptible_groth16::gpu::PriorityGuard>,
 ) -> Result<(bool, preemptible_groth16::groth16::ProofReport), Box<dyn std::error::Error>> {
     let (proof, report) =
         create_random_proof_with_options(c, params, &mut rand::thread_rng(), options)?;
+    drop(guard);
     let verified = verify_proof(&prepare_verifying_key(params.vk()), &proof, inputs)?;
     Ok((verified, report))
 }
@@ -296,9 +312,17 @@ fn run_prover(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                 a.priority
             );
         }
+        // Before the circuit is made and synthesized: the hand-over overlaps the synthesis.
+        let guard = if a.guard {
+            Some(preemptible_groth16::gpu::PriorityGuard::acquire(
+                a.priority,
+            )?)
+        } else {
+            None
+        };
         let (verified, report) = match make(true) {
-            Instance::Squares(c, inputs) => prove_one(c, &inputs, params, &options)?,
-            Instance::Sha(c, inputs) => prove_one(c, &inputs, params, &options)?,
+            Instance::Squares(c, inputs) => prove_one(c, &inputs, params, &options, guard)?,
+            Instance::Sha(c, inputs) => prove_one(c, &inputs, params, &options, guard)?,
         };
         if a.json {
             println!("{}", reports::report_line(verified, &report));
@@ -360,6 +384,7 @@ fn main() {
                 demo::How {
                     fake: a.fake,
                     low_mapped: a.mapped,
+                    high_guard: a.high_guard,
                 },
                 &a.svg,
             )

@@ -16,7 +16,9 @@
 # the loss is measured against that median, so more proofs give a steadier figure). LOW_HOLDS_MS: how
 # long the low prover holds the GPU before each high proof starts (default: 100 up to 2^20, whose
 # low proofs hold it about 200 ms after synthesis, and 300 above). LOW_MAPPED=1: the low service
-# proves from its parameter file mapped (`--mapped`).
+# proves from its parameter file mapped (`--mapped`). HIGH_GUARD=1: the high service holds a
+# priority guard from before each proof's synthesis (`--high-guard`), so that the low prover hands
+# the GPU over while the high proof is synthesized.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PEER=${PEER:-../shared/peers/bellperson-bench}
@@ -45,7 +47,7 @@ for low in $LOWS; do
     done
     "$PROVER_BIN" --demo --low "$low" --high "$HIGH" --rounds "$rounds" "${alone[@]}" \
         --low-holds-ms "${LOW_HOLDS_MS:-$([ "$low" -le 20 ] && echo 100 || echo 300)}" \
-        ${LOW_MAPPED:+--mapped} --svg "target/preemption-$low-$HIGH.svg"
+        ${LOW_MAPPED:+--mapped} ${HIGH_GUARD:+--high-guard} --svg "target/preemption-$low-$HIGH.svg"
     for p in $PEER_SIZES; do
         if [ "$p" = "$low" ]; then
             "$PEER_BIN" preempt "$low" "$HIGH"
