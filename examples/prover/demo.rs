@@ -485,6 +485,17 @@ pub fn run(
             "alone (median of {counted_alone} after a first): high-priority proof {high_alone:.0} \
              ms, low-priority proof {low_alone:.0} ms ({low_alone_after:.0} ms after synthesis)"
         );
+        // Where a high proof's time beside the low one goes: its synthesis (slowed by the low
+        // prover's host work) and the rest (the hand-over, then its own device work).
+        let p50 = |v: Vec<f64>| quantile(&v, 0.5);
+        println!(
+            "high-priority proof's synthesis: p50 {:.1} ms beside the low one, {:.1} ms alone; \
+             after it: p50 {:.1} ms beside, {:.1} ms alone",
+            p50(of(&roles, "high", "synthesis_ms")),
+            p50(of(&counted, "high", "synthesis_ms")),
+            p50(after_synthesis(&roles, "high")),
+            p50(after_synthesis(&counted, "high")),
+        );
         println!(
             "low-priority proofs preempted: lost {lost:.0} ms in all, {lost_after:.0} ms after \
              synthesis, for {high_held:.0} ms the high ones held the GPU: {:.2}x after synthesis",

@@ -7,8 +7,9 @@ use crate::gpu::locks::{GpuLock, HigherPriorityProbe, PriorityFlag};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// A time between two probes of a held device worth a debug line: a request waits that long.
-const LONG_PROBE_GAP: Duration = Duration::from_millis(50);
+/// A time between two probes of a held device worth a debug line: a request waits that long,
+/// half the hand-over's p99 goal at 2^26 constraints (docs/BENCHMARKS.md).
+const LONG_PROBE_GAP: Duration = Duration::from_millis(10);
 
 /// A device this prover holds: the lock, and the probe for higher requests.
 pub struct LockedKernel {
