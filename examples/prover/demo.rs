@@ -387,6 +387,8 @@ pub fn run(
     let reserved: Vec<f64> = segments
         .windows(3)
         .filter(|w| name_of(w[0].2) == "low" && w[1].2.is_none() && name_of(w[2].2) == "high")
+        // Not a low proof's end (the next one's synthesis then leaves the GPU free).
+        .filter(|w| !low_ends.iter().any(|e| *e > w[0].0 && *e < w[2].0))
         .map(|w| (w[2].0 - w[0].1).as_secs_f64() * 1e3)
         .collect();
     let reserved_ms: f64 = reserved.iter().sum();
