@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 /// half the hand-over's p99 goal at 2^26 constraints (docs/BENCHMARKS.md).
 const LONG_PROBE_GAP: Duration = Duration::from_millis(10);
 
+/// A time between two probes worth a trace line: longer than the waits' 1 ms probing step, so
+/// that a trace log places the host steps that delay a request's detection.
+const PROBE_GAP_TRACED: Duration = Duration::from_millis(2);
+
 /// A device this prover holds: the lock, and the probe for higher requests.
 pub struct LockedKernel {
     pub(super) device: &'static GpuDevice,
@@ -63,6 +67,8 @@ impl LockedKernel {
             if gap > LONG_PROBE_GAP {
                 // With the phase logs around it, says which stretch of work asked too rarely.
                 log::debug!("gpu: {gap:.2?} without a probe on {}", self.device.id);
+            } else if gap > PROBE_GAP_TRACED {
+                log::trace!("gpu: {gap:.2?} without a probe on {}", self.device.id);
             }
             probes.1 = probes.1.max(gap);
             probes.0 = now;
