@@ -366,31 +366,28 @@ pub fn run(
         .filter(|(_, _, h)| name_of(*h) == "high")
         .map(|(a, b, _)| (*b - *a).as_secs_f64() * 1e3)
         .sum();
-    // How long the GPU stood free after a high proof before the low one took it back: a free
-    // segment between a high one and a low one (the low prover's return latency, plus the 2 ms
-    // of sampling).
     let low_ends: Vec<Duration> = roles
         .iter()
         .filter(|(_, r)| r.name == "low")
         .map(|(_, r)| r.ended)
         .collect();
-    let returns: Vec<f64> = segments
-        .windows(3)
-        .filter(|w| name_of(w[0].2) == "high" && w[1].2.is_none() && name_of(w[2].2) == "low")
-        // Not the synthesis of a low proof that began meanwhile.
-        .filter(|w| !low_ends.iter().any(|e| *e > w[0].0 && *e < w[2].0))
-        .map(|w| (w[2].0 - w[0].1).as_secs_f64() * 1e3)
-        .collect();
-    // How long the GPU stood free after the low prover released it and before a high one took
-    // it: the sampling's 2 ms, or with `--high-guard` the rest of the high proof's synthesis
-    // (the low prover yielded to the guard), which the low prover loses as it loses the hold.
-    let reserved: Vec<f64> = segments
-        .windows(3)
-        .filter(|w| name_of(w[0].2) == "low" && w[1].2.is_none() && name_of(w[2].2) == "high")
-        // Not a low proof's end (the next one's synthesis then leaves the GPU free).
-        .filter(|w| !low_ends.iter().any(|e| *e > w[0].0 && *e < w[2].0))
-        .map(|w| (w[2].0 - w[0].1).as_secs_f64() * 1e3)
-        .collect();
+    // The free segments between a holder named `before` and one named `after`, in ms; not those
+    // around a low proof's end (the next low proof's synthesis then leaves the GPU free).
+    let free_between = |before: &str, after: &str| -> Vec<f64> {
+        segments
+            .windows(3)
+            .filter(|w| name_of(w[0].2) == before && w[1].2.is_none() && name_of(w[2].2) == after)
+            .filter(|w| !low_ends.iter().any(|e| *e > w[0].0 && *e < w[2].0))
+            .map(|w| (w[2].0 - w[0].1).as_secs_f64() * 1e3)
+            .collect()
+    };
+    // After a high proof, before the low one took the GPU back: the low prover's return latency,
+    // plus the 2 ms of sampling.
+    let returns = free_between("high", "low");
+    // After the low prover released the GPU, before a high one took it: the sampling's 2 ms, or
+    // with `--high-guard` the rest of the high proof's synthesis (the low prover yielded to the
+    // guard), which the low prover loses as it loses the hold.
+    let reserved = free_between("low", "high");
     let reserved_ms: f64 = reserved.iter().sum();
     println!(
         "{} high-priority proofs, {} of them took the GPU from a low one; hand-over: p50 {:.1} ms, \
