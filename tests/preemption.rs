@@ -708,40 +708,62 @@ fn a_priority_guard_keeps_lower_provers_off_across_proofs() {
 }
 
 /// A circuit whose witness takes `delay` before its squares: a deadline-bound proof whose
-/// synthesis is long enough for a hand-over to fit in it.
+/// synthesis is long enough for a hand-over to fit in it. `synthesized` is when it ended.
 #[derive(Clone, Copy)]
-struct SlowWitness {
+struct SlowWitness<'a> {
     squares: Squares,
     delay: Duration,
+    synthesized: &'a Mutex<Option<Instant>>,
 }
 
-impl preemptible_groth16::Circuit<Scalar> for SlowWitness {
+impl preemptible_groth16::Circuit<Scalar> for SlowWitness<'_> {
     fn synthesize<CS: preemptible_groth16::ConstraintSystem<Scalar>>(
         self,
         cs: &mut CS,
     ) -> Result<(), preemptible_groth16::SynthesisError> {
         std::thread::sleep(self.delay);
-        self.squares.synthesize(cs)
+        self.squares.synthesize(cs)?;
+        *self.synthesized.lock().unwrap() = Some(Instant::now());
+        Ok(())
     }
 }
 
+/// When the low prover holding `device` (it holds it when this is called) first lets it go,
+/// sampled every 0.5 ms until `stop`.
+fn low_released(device: &str, stop: &std::sync::atomic::AtomicBool) -> Option<Instant> {
+    let dir = locks::lock_dir();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let s = locks::status(&dir, &[device.to_string()]).unwrap();
+        if s[0].holder.as_ref().map(|h| h.priority) != Some(Priority::Low) {
+            return Some(Instant::now());
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    None
+}
+
 /// A high prover that takes a `PriorityGuard` before its synthesis (the README's recipe for a
-/// deadline-bound proof) finds the device handed over when its synthesis ends: the low prover
-/// yielded during it, and the high one asked for nothing and waited for nothing. Without the
-/// guard the same proof asks after its synthesis and waits for the hand-over.
+/// deadline-bound proof) has the device handed over during its synthesis: the low prover lets
+/// it go before the synthesis ends, and the high one finds it free (or, if it meets the low
+/// prover's try for it, waits for that try alone). Without the guard the low prover lets it go
+/// only after the high one asks, once its synthesis is done, and the high one waits for that.
 #[test]
 fn a_guard_taken_before_synthesis_has_the_device_handed_over_during_it() {
     let _g = setup("guard-synthesis");
     let (long, short) = long_and_short();
-    let slow = SlowWitness {
-        squares: short.circuit,
-        delay: Duration::from_millis(300),
-    };
     let pvk = prepare_verifying_key(&short.params.vk);
-    let run = |guarded: bool| -> (ProofReport, ProofReport) {
-        std::thread::scope(|s| {
+    let run = |guarded: bool| -> (ProofReport, ProofReport, Instant, Instant) {
+        let synthesized = Mutex::new(None);
+        let slow = SlowWitness {
+            squares: short.circuit,
+            delay: Duration::from_millis(300),
+            synthesized: &synthesized,
+        };
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let (low, high, released) = std::thread::scope(|s| {
             let low = s.spawn(|| prove(long, &options(Priority::Low, Some("fake-0"))));
             wait_for_holder("fake-0", Priority::Low);
+            let released = s.spawn(|| low_released("fake-0", &stop));
             let guard = guarded.then(|| PriorityGuard::acquire(Priority::High).unwrap());
             let (proof, high) = create_random_proof_with_options(
                 slow,
@@ -751,22 +773,25 @@ fn a_guard_taken_before_synthesis_has_the_device_handed_over_during_it() {
             )
             .unwrap();
             drop(guard);
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
             assert!(verify_proof(&pvk, &proof, &[short.circuit.output()]).unwrap());
-            (low.join().unwrap(), high)
-        })
+            (low.join().unwrap(), high, released.join().unwrap())
+        });
+        let released = released.expect("the low prover let the device go");
+        let synthesized = synthesized.lock().unwrap().expect("synthesized");
+        (low, high, released, synthesized)
     };
-    let (low, high) = run(true);
+    let (low, high, released, synthesized) = run(true);
     assert!(low.preemptions >= 1, "{low:?}");
     assert!(
-        high.handover.is_none() && high.wait == Duration::ZERO,
-        "the device was handed over during the synthesis: {high:?}"
+        released < synthesized,
+        "with the guard the low prover yields during the synthesis: {high:?}"
     );
     assert!(high.fft_on_gpu && high.gpu_chunks_total() > 0, "{high:?}");
-    assert!(high.synthesis >= slow.delay, "{high:?}");
-    let (low, high) = run(false);
+    let (low, high, released, synthesized) = run(false);
     assert!(low.preemptions >= 1, "{low:?}");
     assert!(
-        high.handover.is_some() && high.wait > Duration::ZERO,
+        released > synthesized && high.handover.is_some(),
         "without the guard the high prover asks after its synthesis: {high:?}"
     );
 }
