@@ -707,6 +707,46 @@ fn a_priority_guard_keeps_lower_provers_off_across_proofs() {
     assert!(gpu_is_available().unwrap());
 }
 
+/// A lower prover that tries for a device while a higher priority asks for it (here a guard's
+/// flag) does not take it even for the moment its own probe would take to find the request: a
+/// high prover trying then would find the device busy. Sampled from the lock file's text alone
+/// (a status view's flag probes could hide a raised flag from the low prover's probe).
+#[test]
+fn a_lower_prover_does_not_take_a_device_a_higher_one_asks_for() {
+    let _g = setup("no-take-when-asked");
+    let (long, _) = long_and_short();
+    let dir = locks::lock_dir();
+    let low_holds =
+        || locks::holder_text(&dir, "fake-0").is_some_and(|h| h.priority == Priority::Low);
+    let (low, seen) = std::thread::scope(|s| {
+        let low = s.spawn(|| prove(long, &options(Priority::Low, Some("fake-0"))));
+        wait_for_holder("fake-0", Priority::Low);
+        let guard = PriorityGuard::acquire(Priority::High).unwrap();
+        let released = Instant::now();
+        while low_holds() {
+            assert!(
+                released.elapsed() < Duration::from_secs(5),
+                "the low prover never yielded"
+            );
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        // The low prover goes on on the CPU and tries for the device between its chunks.
+        let mut seen = 0;
+        let watching = Instant::now();
+        while watching.elapsed() < Duration::from_millis(400) {
+            seen += usize::from(low_holds());
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        drop(guard);
+        (low.join().unwrap(), seen)
+    });
+    assert!(low.preemptions >= 1 && low.returns_to_gpu >= 1, "{low:?}");
+    assert_eq!(
+        seen, 0,
+        "the low prover held the device while asked for: {low:?}"
+    );
+}
+
 /// A circuit whose witness takes `delay` before its squares: a deadline-bound proof whose
 /// synthesis is long enough for a hand-over to fit in it. `synthesized` is when it ended.
 #[derive(Clone, Copy)]

@@ -212,6 +212,23 @@ impl ClaimInner {
                     continue;
                 }
             }
+            // A device a higher priority asks for is not taken, not even to find the request
+            // there: a holder for that moment would make the asker find the device busy.
+            let probe = match HigherPriorityProbe::open(&self.dir, &device.id, self.priority) {
+                Ok(probe) => probe,
+                Err(e) => {
+                    self.give_up(device, &e.to_string());
+                    continue;
+                }
+            };
+            match probe.anyone_waiting() {
+                Ok(false) => {}
+                Ok(true) => continue,
+                Err(e) => {
+                    self.give_up(device, &e.to_string());
+                    continue;
+                }
+            }
             let acquired = GpuLock::try_acquire_sharing(
                 &self.dir,
                 &device.id,
@@ -219,7 +236,7 @@ impl ClaimInner {
                 self.bellperson_id(device),
             );
             match acquired {
-                Ok(Some(lock)) => match self.admit(device, lock) {
+                Ok(Some(lock)) => match self.admit(device, lock, probe) {
                     Ok(Some(k)) => taken.push(k),
                     Ok(None) => {}
                     Err(e) => self.give_up(device, &e.to_string()),
@@ -238,13 +255,14 @@ impl ClaimInner {
         taken
     }
 
-    /// Keeps a just-acquired lock unless a higher priority wants the device.
+    /// Keeps a just-acquired lock unless a higher priority asked for the device since `probe`
+    /// last looked.
     fn admit(
         &self,
         device: &'static GpuDevice,
         lock: GpuLock,
+        probe: HigherPriorityProbe,
     ) -> Result<Option<LockedKernel>, locks::LockError> {
-        let probe = HigherPriorityProbe::open(&self.dir, &device.id, self.priority)?;
         if probe.anyone_waiting()? {
             return Ok(None);
         }
