@@ -34,7 +34,9 @@
 //!    shared try but no conversion, 13 times for 12 (H200; docs/BENCHMARKS.md). The conversion
 //!    relies on Linux `flock`, which drops our shared lock before it checks for others; where
 //!    converting on the same file fails against our own lock, a probe meeting a probe can still
-//!    read as a request (a needless yield, never a missed request).
+//!    read as a request (a needless yield, never a missed request). A prover about to try for a
+//!    device reads the flags above once, without the pause, and does not try if one is raised:
+//!    a wrong yes only puts its try off.
 //! 6. A file that cannot be created, opened or locked is a [`LockError`], never a panic; the
 //!    caller then computes on the CPU.
 //! 7. Deleting the lock directory while provers run breaks invariant 1 for a moment: a holder
@@ -352,6 +354,18 @@ impl HigherPriorityProbe {
     /// (invariant 7) is reopened first; one that cannot be is warned about once and probed as it
     /// was.
     pub fn anyone_waiting(&self) -> Result<bool, LockError> {
+        self.raised(true)
+    }
+
+    /// Whether a flag above reads raised at one look, without the confirmation's pause: for a
+    /// prover deciding whether to try for a free device, where a wrong yes (two probes meeting)
+    /// only puts the try off to the next one, and a pause at every try would slow its CPU work
+    /// beside a higher prover's device.
+    pub fn anyone_may_be_waiting(&self) -> Result<bool, LockError> {
+        self.raised(false)
+    }
+
+    fn raised(&self, confirm: bool) -> Result<bool, LockError> {
         let mut flags = self.flags.lock().unwrap_or_else(|e| e.into_inner());
         for (path, file) in flags.iter_mut() {
             if !is_at(path, file) {
@@ -364,6 +378,9 @@ impl HigherPriorityProbe {
                 }
             }
             if flag_raised(path, file)? {
+                if !confirm {
+                    return Ok(true);
+                }
                 std::thread::sleep(CONFIRM_PAUSE);
                 if flag_raised(path, file)? {
                     return Ok(true);
@@ -372,6 +389,9 @@ impl HigherPriorityProbe {
         }
         if let Some((path, file)) = &self.bellperson {
             if bellperson::priority_taken(path, file)? {
+                if !confirm {
+                    return Ok(true);
+                }
                 std::thread::sleep(CONFIRM_PAUSE);
                 return bellperson::priority_taken(path, file);
             }

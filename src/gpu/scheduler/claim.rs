@@ -221,7 +221,7 @@ impl ClaimInner {
                     continue;
                 }
             };
-            match probe.anyone_waiting() {
+            match probe.anyone_may_be_waiting() {
                 Ok(false) => {}
                 Ok(true) => continue,
                 Err(e) => {
