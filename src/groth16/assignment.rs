@@ -189,7 +189,7 @@ fn synthesize_with<C: AnyCircuit>(
 ) -> Result<(ProvingAssignment, Recorded), SynthesisError> {
     let mut cs = ProvingAssignment::with_capacity(size);
     if record {
-        cs.recorder = Some(Box::default());
+        cs.recorder = Some(Box::new(ShapeRecorder::with_rows(size.domain.min(1 << 28))));
     }
     cs.push_input(Scalar::ONE);
     circuit.synthesize_into(&mut Recording(&mut cs))?;

@@ -130,6 +130,21 @@ pub(super) struct ShapeRecorder {
 }
 
 impl ShapeRecorder {
+    /// A recorder whose matrices have room for `rows` constraints of one term each, reserved
+    /// (not touched) so that a circuit of known size grows them less often.
+    pub(super) fn with_rows(rows: usize) -> ShapeRecorder {
+        let matrix = || Matrix {
+            ends: Vec::with_capacity(rows),
+            terms: Vec::with_capacity(rows),
+        };
+        ShapeRecorder {
+            a: matrix(),
+            b: matrix(),
+            c: matrix(),
+            ..ShapeRecorder::default()
+        }
+    }
+
     /// Records the constraint `a * b = c`; variables of the circuit's allocations so far.
     pub(super) fn push<T: Terms>(&mut self, a: &T, b: &T, c: &T) {
         for (lc, which) in [(a, 0), (b, 1), (c, 2)] {
