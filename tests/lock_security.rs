@@ -128,23 +128,30 @@ impl Hostile {
         assert!(out.status.success(), "{script}: {out:?}");
     }
 
-    /// Starts `script` in the lock directory as `nobody` (for `flock` holders: they hold until
-    /// killed).
-    fn hold(&self, script: &str) -> Attacker {
+    /// Starts `script` in the lock directory as `nobody`, a `flock` holder of `file` (there
+    /// already) that holds until killed, and waits until /proc/locks lists an exclusive lock on
+    /// that file (`flock` prints nothing; another process's lock elsewhere does not count).
+    fn hold(&self, file: &str, script: &str) -> Attacker {
+        let inode = format!(":{}", std::fs::metadata(self.dir.join(file)).unwrap().ino());
         let a = Attacker(self.as_nobody(script));
-        // Until the lock is taken: `flock` prints nothing, so wait for /proc/locks to list it.
         let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(5) {
+        loop {
             let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
-            if locks
-                .lines()
-                .any(|l| l.contains("FLOCK") && l.contains("WRITE"))
-            {
-                break;
+            let held = locks.lines().any(|l| {
+                l.contains("FLOCK")
+                    && l.contains("WRITE")
+                    && !l.contains("->")
+                    && l.split_whitespace().any(|f| f.ends_with(&inode))
+            });
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "{file} never locked"
+            );
+            if held {
+                return a;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        a
     }
 
     fn as_nobody(&self, script: &str) -> Child {
@@ -301,7 +308,7 @@ fn a_huge_lock_file_held_by_another_user_costs_no_memory() {
     h.prepare(&format!(
         "echo 1 0 0 > {LOCK}; truncate -s 2G {LOCK}; chmod 666 {LOCK}"
     ));
-    let _holder = h.hold(&format!("exec flock -o -x {LOCK} sleep 600"));
+    let _holder = h.hold(LOCK, &format!("exec flock -o -x {LOCK} sleep 600"));
     let run = h.prove(Priority::High, None);
     assert_within_bounds(&run, &clean);
     assert_eq!(run.gpu_chunks(), 0.0, "the device is held");
@@ -318,10 +325,23 @@ fn holder_text_that_lies_does_not_hold_a_high_prover_up() {
     let clean = clean_run(Priority::High);
     // Holds the device and claims it is pid 1 at Low, which a High prover would wait for.
     h.prepare(&format!("touch {LOCK}; chmod 666 {LOCK}"));
-    let _holder = h.hold(&format!(
-        "exec flock -o -x {LOCK} sh -c 'echo 1 0 $(date +%s)000 > {LOCK}; exec sleep 600'"
-    ));
-    let holder = locks::holder_text(&h.dir, "fake-0").expect("the lie reads as a holder");
+    let _holder = h.hold(
+        LOCK,
+        &format!(
+            "exec flock -o -x {LOCK} sh -c 'echo 1 0 $(date +%s)000 > {LOCK}; exec sleep 600'"
+        ),
+    );
+    // The text goes in after the lock is taken, which is all `hold` waits for.
+    let start = Instant::now();
+    let holder = loop {
+        match locks::holder_text(&h.dir, "fake-0") {
+            Some(holder) => break holder,
+            None if start.elapsed() < Duration::from_secs(5) => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            None => panic!("the lie never read as a holder"),
+        }
+    };
     assert_eq!((holder.pid, holder.verified), (1, false));
     let run = h.prove(Priority::High, None);
     assert_within_bounds(&run, &clean);
@@ -341,7 +361,7 @@ fn flags_held_exclusively_by_another_user_do_not_hang_a_prover() {
     let mut holders = Vec::new();
     for flag in FLAGS {
         h.prepare(&format!("touch {flag}; chmod 666 {flag}"));
-        holders.push(h.hold(&format!("exec flock -o -x {flag} sleep 600")));
+        holders.push(h.hold(flag, &format!("exec flock -o -x {flag} sleep 600")));
     }
     for priority in [Priority::High, Priority::Normal, Priority::Low] {
         let run = h.prove(priority, None);
