@@ -484,7 +484,7 @@ pub fn run(
             "alone (median of {counted_alone} after a first): high-priority proof {high_alone:.0} \
              ms, low-priority proof {low_alone:.0} ms ({low_alone_after:.0} ms after synthesis)"
         );
-        // Where a high proof's time beside the low one goes: its synthesis (slowed by the low
+        // Where a high proof's time beside the low one goes: its synthesis (beside the low
         // prover's host work) and the rest (the hand-over, then its own device work).
         let p50 = |v: Vec<f64>| quantile(&v, 0.5);
         println!(
