@@ -233,11 +233,11 @@ fn killing_the_holder_frees_the_device_at_once() {
     });
     low.kill().unwrap(); // SIGKILL
     low.wait().unwrap();
-    // The kernel released the dead process's flock: the device is free now, without waiting.
-    let started = Instant::now();
+    // The kernel released the dead process's flock: the device is free now. `try_acquire`
+    // never waits, so its taking the lock is the whole check (its time would only measure the
+    // machine's load).
     let lock = GpuLock::try_acquire(&locks::lock_dir(), "fake-0", Priority::Normal).unwrap();
     assert!(lock.is_some(), "the device is free after the holder died");
-    assert!(started.elapsed() < Duration::from_millis(100));
     assert_eq!(holder_pid(), Some(std::process::id()));
 }
 

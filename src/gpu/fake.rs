@@ -453,10 +453,14 @@ mod tests {
 
     /// A fake device of 1 ms a term and the given grace.
     fn device(grace: Duration) -> FakeDevice {
+        device_at(grace, 1_000_000)
+    }
+
+    fn device_at(grace: Duration, ns_per_term: u64) -> FakeDevice {
         FakeDevice {
             id: "fake-test".into(),
             bellperson_id: "fake-test".into(),
-            ns_per_term: 1_000_000,
+            ns_per_term,
             memory: DeviceMemory::default(),
             grace,
             kept: Mutex::new(ResidentBases::default()),
@@ -490,11 +494,14 @@ mod tests {
             .collect();
         let scalars = scalar_reprs(&(0..200u64).map(Scalar::from).collect::<Vec<_>>());
         let first = multiexp(&bases[..100], &scalars[..100]).unwrap();
-        // Two pieces of 100 ms each; the request comes 80 ms into the first (20 ms left).
-        for (grace, kept) in [(Duration::ZERO, 0), (Duration::from_millis(30), 1)] {
-            let fake = device(grace);
+        // Two pieces of 300 ms each (3 ms a term, so that a loaded machine's late looks at the
+        // request stay well inside each case's margin); the request comes 240 ms into the first
+        // (60 ms left).
+        let ms = Duration::from_millis;
+        for (grace, kept) in [(Duration::ZERO, 0), (ms(90), 1)] {
+            let fake = device_at(grace, 3_000_000);
             let start = Instant::now();
-            let asked = || start.elapsed() >= Duration::from_millis(80);
+            let asked = || start.elapsed() >= ms(240);
             let part =
                 fake.multiexp_in_pieces(Bases::from(&bases), &scalars, &[100, 200], &asked, None);
             assert!(
@@ -508,14 +515,15 @@ mod tests {
             );
             if kept == 1 {
                 assert_eq!(part.sum, first);
-                assert!(start.elapsed() >= Duration::from_millis(100));
+                assert!(start.elapsed() >= ms(300));
             }
             assert_eq!(fake.live_device_bytes(), 0);
         }
-        // A request 20 ms in (80 ms left) stops the piece whatever the grace.
-        let fake = device(Duration::from_secs(3600));
+        // A request 60 ms in (240 ms left, more than is done until 150 ms in) stops the piece
+        // whatever the grace.
+        let fake = device_at(Duration::from_secs(3600), 3_000_000);
         let start = Instant::now();
-        let asked = || start.elapsed() >= Duration::from_millis(20);
+        let asked = || start.elapsed() >= ms(60);
         let part =
             fake.multiexp_in_pieces(Bases::from(&bases), &scalars, &[100, 200], &asked, None);
         assert_eq!((part.done, part.finished_on_request), (0, 0));
