@@ -18,7 +18,10 @@
 # low proofs hold it about 200 ms after synthesis, and 300 above). LOW_MAPPED=1: the low service
 # proves from its parameter file mapped (`--mapped`). HIGH_GUARD=1: the high service holds a
 # priority guard from before each proof's synthesis (`--high-guard`), so that the low prover hands
-# the GPU over while the high proof is synthesized.
+# the GPU over while the high proof is synthesized. RUNS=N (default 1) runs each low size's demo
+# N times in a row and then prints, per size, the median over the runs of the figures issue 31
+# sets goals for (the high proof beside the low one over its time alone, the low proofs' loss
+# after synthesis over the hold, the hand-over's p50 and p99), each run's figure in brackets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PEER=${PEER:-../shared/peers/bellperson-bench}
@@ -40,14 +43,23 @@ i=0
 for low in $LOWS; do
     rounds=${ROUNDS[$i]:-${ROUNDS[-1]}}
     i=$((i + 1))
-    echo "## low 2^$low, high 2^$HIGH, $rounds rounds"
     alone=()
     for a in $ALONE_SIZES; do
         if [ "$a" = "$low" ]; then alone=(--alone-proofs "${ALONE_PROOFS:-2}"); fi
     done
-    "$PROVER_BIN" --demo --low "$low" --high "$HIGH" --rounds "$rounds" "${alone[@]}" \
-        --low-holds-ms "${LOW_HOLDS_MS:-$([ "$low" -le 20 ] && echo 100 || echo 300)}" \
-        ${LOW_MAPPED:+--mapped} ${HIGH_GUARD:+--high-guard} --svg "target/preemption-$low-$HIGH.svg"
+    runs_log=target/preemption-$low-$HIGH.runs.txt
+    : > "$runs_log"
+    for run in $(seq 1 "${RUNS:-1}"); do
+        echo "## low 2^$low, high 2^$HIGH, $rounds rounds${RUNS:+, run $run of $RUNS}"
+        "$PROVER_BIN" --demo --low "$low" --high "$HIGH" --rounds "$rounds" "${alone[@]}" \
+            --low-holds-ms "${LOW_HOLDS_MS:-$([ "$low" -le 20 ] && echo 100 || echo 300)}" \
+            ${LOW_MAPPED:+--mapped} ${HIGH_GUARD:+--high-guard} \
+            --svg "target/preemption-$low-$HIGH.svg" | tee -a "$runs_log"
+        echo "## end of run" >> "$runs_log"
+    done
+    if [ "${RUNS:-1}" -gt 1 ]; then
+        python3 scripts/preemption-medians.py "low 2^$low" < "$runs_log"
+    fi
     for p in $PEER_SIZES; do
         if [ "$p" = "$low" ]; then
             "$PEER_BIN" preempt "$low" "$HIGH"

@@ -484,6 +484,11 @@ pub fn run(
             "alone (median of {counted_alone} after a first): high-priority proof {high_alone:.0} \
              ms, low-priority proof {low_alone:.0} ms ({low_alone_after:.0} ms after synthesis)"
         );
+        // Issue 31's figure for the high proofs: the p50 beside the low one over the median alone.
+        println!(
+            "high-priority proof beside the low one / alone: {:.2}x",
+            quantile(&high_totals, 0.5) / high_alone.max(1e-9)
+        );
         // Where a high proof's time beside the low one goes: its synthesis (beside the low
         // prover's host work) and the rest (the hand-over, then its own device work).
         let p50 = |v: Vec<f64>| quantile(&v, 0.5);
