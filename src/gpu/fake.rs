@@ -116,66 +116,74 @@ impl FakeDevice {
     /// Holds `bytes` of pretend device memory for `n` terms' worth of time, checking `interrupt`
     /// every millisecond.
     fn occupy(&self, n: usize, bytes: u64, interrupt: &dyn Fn() -> bool) -> Result<(), GpuError> {
-        self.occupy_finishing(n, bytes, interrupt, Duration::ZERO)
-            .map(|_| ())
+        self.memory.add(bytes);
+        let result = self.pretend(n, Instant::now(), interrupt, Duration::ZERO);
+        self.memory.sub(bytes);
+        result.map(|_| ())
     }
 
-    /// [`FakeDevice::occupy`] that, as a real multiexp piece does, lets a request wait for the
-    /// rest when little is left and less than was done (`grace`, `multiexp/finish.rs`); says
-    /// whether it did.
-    fn occupy_finishing(
+    /// `n` terms' worth of pretend device time from now, checking `interrupt` every millisecond.
+    /// As a real multiexp piece does, lets a request wait for the rest when little is left and
+    /// less than was done since `started` (`grace`, `multiexp/finish.rs`); says whether it did.
+    fn pretend(
         &self,
         n: usize,
-        bytes: u64,
+        started: Instant,
         interrupt: &dyn Fn() -> bool,
         grace: Duration,
     ) -> Result<bool, GpuError> {
-        self.memory.add(bytes);
-        let start = Instant::now();
-        let end = start + Duration::from_nanos(self.ns_per_term * n as u64);
+        let end = Instant::now() + Duration::from_nanos(self.ns_per_term * n as u64);
         let mut finishing = false;
-        let result = loop {
+        loop {
             if !finishing && interrupt() {
                 let now = Instant::now();
-                if worth_finishing(now - start, end.saturating_duration_since(now), grace) {
+                if worth_finishing(now - started, end.saturating_duration_since(now), grace) {
                     finishing = true;
                 } else {
-                    break Err(GpuError::Interrupted);
+                    return Err(GpuError::Interrupted);
                 }
             }
             let now = Instant::now();
             if now >= end {
-                break Ok(finishing);
+                return Ok(finishing);
             }
             std::thread::sleep((end - now).min(Duration::from_millis(1)));
-        };
-        self.memory.sub(bytes);
-        result
+        }
     }
 
-    /// One piece's multiexp, computed on the calling thread after the pretend device time (not
-    /// on the pool: a device does not queue behind the CPU's work). A request that comes when
-    /// little of the pretend time is left, and less than has passed, lets it finish (its `grace`, as
-    /// a real device's piece, `multiexp/finish.rs`); says whether one did.
+    /// One piece's multiexp: its result first, then the pretend device time, during which a
+    /// request that comes when little is left, and less than was done, lets the piece finish
+    /// (its `grace`, as a real device's piece, `multiexp/finish.rs`); says whether one did. The
+    /// result comes first so that a piece finishing on request holds the device for the rest of
+    /// its pretend time only (at most the grace), as a real one does: computed after, its
+    /// computation, which a loaded machine stretches to hundreds of milliseconds, would hold the
+    /// device without a look at the requests.
     fn multiexp_piece<G: CurveAffine>(
         &self,
         bases: &[G],
         scalars: &[ScalarRepr],
         interrupt: &dyn Fn() -> bool,
     ) -> Result<(G::Curve, bool), GpuError> {
-        let on_request = self.occupy_finishing(
-            bases.len(),
-            Self::multiexp_bytes(bases.len()),
-            interrupt,
-            self.grace,
-        )?;
-        // A piece finished on request computes its result without asking again.
-        let never = || false;
-        let interrupt: &dyn Fn() -> bool = if on_request { &never } else { interrupt };
-        // The result, in pieces on a pool of the fake devices' own (the crate's pool may be busy
-        // with the CPU's share, and a device does not queue behind it), each batch of pieces
-        // checking for interruption first: small pieces, so that a request is seen within a few
-        // milliseconds here too, as a real kernel sees it between launches.
+        let bytes = Self::multiexp_bytes(bases.len());
+        self.memory.add(bytes);
+        let started = Instant::now();
+        let result = Self::piece_sum(bases, scalars, interrupt).and_then(|sum| {
+            let on_request = self.pretend(bases.len(), started, interrupt, self.grace)?;
+            Ok((sum, on_request))
+        });
+        self.memory.sub(bytes);
+        result
+    }
+
+    /// A piece's sum, in small pieces on a pool of the fake devices' own (the crate's pool may be
+    /// busy with the CPU's share, and a device does not queue behind it), each batch of them
+    /// checking for interruption first, so that a request is seen within a few milliseconds
+    /// here too, as a real kernel sees it between launches.
+    fn piece_sum<G: CurveAffine>(
+        bases: &[G],
+        scalars: &[ScalarRepr],
+        interrupt: &dyn Fn() -> bool,
+    ) -> Result<G::Curve, GpuError> {
         let pieces: Vec<(&[G], &[ScalarRepr])> =
             bases.chunks(1 << 10).zip(scalars.chunks(1 << 10)).collect();
         let pool = fake_pool();
@@ -197,7 +205,7 @@ impl FakeDevice {
                     })
             })?;
         }
-        Ok((sum, on_request))
+        Ok(sum)
     }
 
     /// A multiexp over consecutive pieces ending at `ends`, one after another, as
@@ -451,11 +459,7 @@ mod tests {
     use blstrs::G1Affine;
     use group::Curve;
 
-    /// A fake device of 1 ms a term and the given grace.
-    fn device(grace: Duration) -> FakeDevice {
-        device_at(grace, 1_000_000)
-    }
-
+    /// A fake device of `ns_per_term` and the given grace.
     fn device_at(grace: Duration, ns_per_term: u64) -> FakeDevice {
         FakeDevice {
             id: "fake-test".into(),
