@@ -19,6 +19,18 @@ export PG16_STRESS_THREADS=${THREADS:-6} PG16_STRESS_PROOFS=${PROOFS:-2}
 # The hand-over test asserts a time bound (500 ms) that TSan's slowdown of the fake device's CPU
 # work breaks (about 1.1 s measured under TSan); it is a timing check, not a race check, so it is
 # skipped here. TSan's own verdict is a "WARNING: ThreadSanitizer" report, which fails the run.
-cargo +nightly test -Zbuild-std --target "$target" --release --features gpu \
+# `test-hooks` too: without it tests/preemption.rs is compiled out and only the stress test runs,
+# so the count of test binaries that ran tests is checked below.
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+status=0
+cargo +nightly test -Zbuild-std --target "$target" --release --features gpu,test-hooks \
     --target-dir target/tsan --no-fail-fast --test stress --test preemption -- --test-threads=1 \
-    --skip a_high_prover_takes_the_device_within_a_chunk_and_the_low_one_returns
+    --skip a_high_prover_takes_the_device_within_a_chunk_and_the_low_one_returns 2>&1 \
+    | tee "$out" || status=$?
+[ "$status" -eq 0 ] || exit "$status"
+ran=$(grep -c '^test result: ok\. [1-9]' "$out" || true)
+if [ "$ran" -lt 2 ]; then
+    echo "tsan: tests ran in $ran of the 2 test binaries (stress, preemption)" >&2
+    exit 1
+fi
