@@ -18,7 +18,10 @@ export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 export PG16_STRESS_THREADS=${THREADS:-6} PG16_STRESS_PROOFS=${PROOFS:-2}
 # The hand-over test asserts a time bound (500 ms) that TSan's slowdown of the fake device's CPU
 # work breaks (about 1.1 s measured under TSan); it is a timing check, not a race check, so it is
-# skipped here. TSan's own verdict is a "WARNING: ThreadSanitizer" report, which fails the run.
+# skipped here. So is the kept-chunks test: its requests come 60-220 ms into the low proof, meant
+# to land in its multiexps, and under TSan the fake device's quotient (a CPU transform) is still
+# running then, so no multiexp call is stopped (three quotients stopped, 2026-12-07). TSan's own
+# verdict is a "WARNING: ThreadSanitizer" report, which fails the run.
 # `test-hooks` too: without it tests/preemption.rs is compiled out and only the stress test runs,
 # so the count of test binaries that ran tests is checked below.
 out=$(mktemp)
@@ -26,7 +29,8 @@ trap 'rm -f "$out"' EXIT
 status=0
 cargo +nightly test -Zbuild-std --target "$target" --release --features gpu,test-hooks \
     --target-dir target/tsan --no-fail-fast --test stress --test preemption -- --test-threads=1 \
-    --skip a_high_prover_takes_the_device_within_a_chunk_and_the_low_one_returns 2>&1 \
+    --skip a_high_prover_takes_the_device_within_a_chunk_and_the_low_one_returns \
+    --skip a_preempted_call_keeps_the_chunks_it_had_finished 2>&1 \
     | tee "$out" || status=$?
 [ "$status" -eq 0 ] || exit "$status"
 ran=$(grep -c '^test result: ok\. [1-9]' "$out" || true)
