@@ -19,9 +19,10 @@
 # proves from its parameter file mapped (`--mapped`). HIGH_GUARD=1: the high service holds a
 # priority guard from before each proof's synthesis (`--high-guard`), so that the low prover hands
 # the GPU over while the high proof is synthesized. RUNS=N (default 1) runs each low size's demo
-# N times in a row and then prints, per size, the median over the runs of the figures issue 31
-# sets goals for (the high proof beside the low one over its time alone, the low proofs' loss
-# after synthesis over the hold, the hand-over's p50 and p99), each run's figure in brackets.
+# N times in a row and, after each run from the second, prints the medians over the runs so far
+# of the figures issue 31 sets goals for (the high proof beside the low one over its time alone,
+# the low proofs' loss after synthesis over the hold, the hand-over's p50 and p99), each run's
+# figure in brackets: a script cut off by a time limit has printed those of the runs it finished.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PEER=${PEER:-../shared/peers/bellperson-bench}
@@ -56,10 +57,10 @@ for low in $LOWS; do
             ${LOW_MAPPED:+--mapped} ${HIGH_GUARD:+--high-guard} \
             --svg "target/preemption-$low-$HIGH.svg" | tee -a "$runs_log"
         echo "## end of run" >> "$runs_log"
+        if [ "$run" -gt 1 ]; then
+            python3 scripts/preemption-medians.py "low 2^$low" < "$runs_log"
+        fi
     done
-    if [ "${RUNS:-1}" -gt 1 ]; then
-        python3 scripts/preemption-medians.py "low 2^$low" < "$runs_log"
-    fi
     for p in $PEER_SIZES; do
         if [ "$p" = "$low" ]; then
             "$PEER_BIN" preempt "$low" "$HIGH"
