@@ -142,8 +142,9 @@ pub struct How {
 /// Runs the demo with a low prover of `2^low` and a high one of `2^high` constraints.
 /// With `rounds > 1`, high-priority proofs run one after another while the low service proves
 /// one proof after another, and the hand-over statistics are printed; with `alone_proofs`, each
-/// service first proves alone that many times, after one more proof that is not counted (a
-/// process's first proof pays for first touches of its parameters and buffers). A high proof starts once the low one has held the GPU for
+/// service first proves alone that many times (the high one at least `rounds` times), after one
+/// more proof that is not counted (a process's first proof pays for first touches of its
+/// parameters and buffers). A high proof starts once the low one has held the GPU for
 /// `low_holds`.
 pub fn run(
     low: u32,
@@ -181,17 +182,30 @@ pub fn run(
     let rounds = rounds.max(1);
     let measure_alone = alone_proofs > 0;
     let counted_alone = alone_proofs;
+    // The high proofs alone are short: as many are counted as there are rounds beside the low
+    // one, so that the two medians of the ratio rest on as many proofs (two or four alone moved
+    // it by up to 0.1 between runs).
+    let counted_high_alone = if measure_alone {
+        alone_proofs.max(rounds)
+    } else {
+        0
+    };
+    let high_alone_proofs = if measure_alone {
+        1 + counted_high_alone
+    } else {
+        0
+    };
     let alone_proofs = if measure_alone { 1 + alone_proofs } else { 0 };
     let t0 = Instant::now();
     let high_flags: &[&str] = if how.high_guard { &["--guard"] } else { &[] };
-    let mut high_service = Service::start(high, "high", rounds + alone_proofs, high_flags)?;
+    let mut high_service = Service::start(high, "high", rounds + high_alone_proofs, high_flags)?;
     // The low service proves until its stdin closes.
     let low_flags: &[&str] = if how.low_mapped { &["--mapped"] } else { &[] };
     let mut low_service = Service::start(low, "low", 1 << 30, low_flags)?;
     let low_pid = low_service.child.0.id();
     let high_service_pid = high_service.child.0.id();
     let mut alone_roles: Vec<(u32, Role)> = Vec::new();
-    for _ in 0..alone_proofs {
+    for _ in 0..high_alone_proofs {
         alone_roles.push(high_service.prove("alone", high, t0)?);
     }
     for _ in 0..alone_proofs {
@@ -446,16 +460,16 @@ pub fn run(
         let counted: Vec<(u32, Role)> = ["high", "low"]
             .iter()
             .flat_map(|name| {
-                let pid = if *name == "high" {
-                    high_service_pid
+                let (pid, count) = if *name == "high" {
+                    (high_service_pid, counted_high_alone)
                 } else {
-                    low_pid
+                    (low_pid, counted_alone)
                 };
                 alone_roles
                     .iter()
                     .filter(move |(p, _)| *p == pid)
                     .skip(1)
-                    .take(counted_alone)
+                    .take(count)
                     .map(move |(p, r)| (*p, Role { name, ..r.clone() }))
             })
             .collect();
@@ -481,8 +495,9 @@ pub fn run(
             .map(|t| t - low_alone_after)
             .sum();
         println!(
-            "alone (median of {counted_alone} after a first): high-priority proof {high_alone:.0} \
-             ms, low-priority proof {low_alone:.0} ms ({low_alone_after:.0} ms after synthesis)"
+            "alone (medians after a first): high-priority proof {high_alone:.0} ms (of \
+             {counted_high_alone}), low-priority proof {low_alone:.0} ms ({low_alone_after:.0} ms \
+             after synthesis; of {counted_alone})"
         );
         // Issue 31's figure for the high proofs: the p50 beside the low one over the median alone.
         println!(
