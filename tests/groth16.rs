@@ -4,14 +4,14 @@
 mod circuits;
 
 use blstrs::{G1Projective, Scalar};
-use circuits::{mimc, mimc_constants, MiMC, Sha256Preimage, Squares};
+use circuits::{mimc, mimc_constants, MiMC, Sha256Preimage, Squares, Twisted};
 use ff::Field;
 use group::{Curve, Group};
 use preemptible_groth16::groth16::{
-    create_proof, create_proof_batch_in_priority, create_proof_in_priority, create_random_proof,
-    create_random_proof_batch, create_random_proof_batch_in_priority,
+    create_proof, create_proof_batch, create_proof_batch_in_priority, create_proof_in_priority,
+    create_random_proof, create_random_proof_batch, create_random_proof_batch_in_priority,
     create_random_proof_in_priority, generate_random_parameters, prepare_verifying_key,
-    verify_proof, verify_proofs_batch, Parameters, Proof, VerificationError,
+    verify_proof, verify_proofs_batch, CircuitShape, Parameters, Proof, VerificationError,
 };
 use preemptible_groth16::SynthesisError;
 use rand::SeedableRng;
@@ -150,6 +150,73 @@ fn parameters_of_another_circuit_are_an_error_not_a_panic() {
         matches!(err, SynthesisError::IncompatibleLengthVector(_)),
         "{err}"
     );
+}
+
+#[test]
+fn parameters_of_a_circuit_with_other_constraints_give_an_error_not_a_bad_proof() {
+    // The same counts and densities, so every size check passes; only the proof tells.
+    let plain = Twisted { x: 5, twist: false };
+    let params = generate_random_parameters(plain, &mut rng(11)).unwrap();
+    assert!(create_proof(plain, &params, Scalar::ONE, Scalar::ONE).is_ok());
+    let twisted = Twisted { x: 5, twist: true };
+    let err = create_proof(twisted, &params, Scalar::ONE, Scalar::ONE).unwrap_err();
+    assert!(
+        matches!(err, SynthesisError::MalformedProofs(ref m) if m.contains("does not verify")),
+        "{err}"
+    );
+}
+
+/// `x * x = y` and `x * 1 = x`; with `foreign`, the second names an auxiliary variable the
+/// circuit never allocated (index 1000, as a variable of another constraint system would).
+#[derive(Clone, Copy)]
+struct Foreign {
+    foreign: bool,
+}
+
+impl preemptible_groth16::Circuit<Scalar> for Foreign {
+    fn synthesize<CS: preemptible_groth16::ConstraintSystem<Scalar>>(
+        self,
+        cs: &mut CS,
+    ) -> Result<(), SynthesisError> {
+        use preemptible_groth16::{Index, Variable};
+        let x = cs.alloc(|| "x", || Ok(Scalar::from(3u64)))?;
+        let y = cs.alloc_input(|| "y", || Ok(Scalar::from(9u64)))?;
+        cs.enforce(|| "x * x = y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+        let v = if self.foreign {
+            Variable::new_unchecked(Index::Aux(1000))
+        } else {
+            x
+        };
+        cs.enforce(
+            || "v * 1 = v",
+            |lc| lc + v,
+            |lc| lc + CS::one(),
+            |lc| lc + v,
+        );
+        Ok(())
+    }
+}
+
+#[test]
+fn a_variable_the_circuit_did_not_allocate_is_an_error_not_a_panic() {
+    let foreign = Foreign { foreign: true };
+    let unallocated = |err: &SynthesisError| matches!(err, SynthesisError::IncompatibleLengthVector(m) if m.contains("did not allocate"));
+    let err = generate_random_parameters(foreign, &mut rng(12)).unwrap_err();
+    assert!(unallocated(&err), "setup: {err}");
+    let err = CircuitShape::record(foreign).unwrap_err();
+    assert!(unallocated(&err), "shape: {err}");
+    // With the parameters of the honest circuit (the same counts): full synthesis reads the
+    // variable as zero, and the proof does not verify.
+    let params = generate_random_parameters(Foreign { foreign: false }, &mut rng(13)).unwrap();
+    let err = create_proof(foreign, &params, Scalar::ONE, Scalar::ONE).unwrap_err();
+    assert!(matches!(err, SynthesisError::MalformedProofs(_)), "{err}");
+    // In a batch, the shape recorded from a foreign circuit is refused before any witness is
+    // evaluated by it (which would index past the witness).
+    let batch = vec![Foreign { foreign: false }, foreign, foreign];
+    let n = batch.len();
+    let err =
+        create_proof_batch(batch, &params, vec![Scalar::ONE; n], vec![Scalar::ONE; n]).unwrap_err();
+    assert!(unallocated(&err), "batch: {err}");
 }
 
 /// A circuit whose witness breaks its constraint.

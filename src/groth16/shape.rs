@@ -12,7 +12,7 @@
 //! variable's top bit marks an input; the coefficient is an index into a table of the circuit's
 //! distinct coefficients, `ONE` first), rows ending at `u32` offsets: 8 bytes a term and 4 a row.
 
-use super::circuit::{AnyCircuit, Record, Recording, Terms};
+use super::circuit::{unallocated_variable, AnyCircuit, Record, Recording, Terms};
 use crate::multiexp::Density;
 use bellpepper_core::SynthesisError;
 use blstrs::Scalar;
@@ -127,6 +127,10 @@ pub(super) struct ShapeRecorder {
     index_of: HashMap<[u8; 32], u32>,
     /// Set when a count outgrew `u32`: the shape cannot be recorded.
     too_large: bool,
+    /// One past the highest input and auxiliary index the constraints name: a variable of
+    /// another constraint system can name one the circuit never allocated.
+    inputs_named: u64,
+    aux_named: u64,
 }
 
 impl ShapeRecorder {
@@ -196,6 +200,11 @@ impl ShapeRecorder {
             self.too_large = true;
             return;
         }
+        if var & INPUT as u64 != 0 {
+            self.inputs_named = self.inputs_named.max((var & !(INPUT as u64)) + 1);
+        } else {
+            self.aux_named = self.aux_named.max(var + 1);
+        }
         self.matrix(which).terms.push((var as u32, index));
     }
 
@@ -212,6 +221,9 @@ impl ShapeRecorder {
                  recorded as a shape"
                     .into(),
             ));
+        }
+        if self.inputs_named > num_inputs as u64 || self.aux_named > num_aux as u64 {
+            return Err(unallocated_variable(num_inputs, num_aux));
         }
         let mut coefficients = Vec::with_capacity(self.coefficients.len() + 1);
         coefficients.push(Scalar::ONE);

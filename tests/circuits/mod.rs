@@ -192,3 +192,22 @@ impl<S: PrimeField> Circuit<S> for Sha256Preimage {
         multipack::pack_into_inputs(cs.namespace(|| "digest"), &digest)
     }
 }
+
+/// `x^2 = y` or, with `twist`, `x * 2x = y`: the same counts and densities, other constraints
+/// (parameters or a shape of one do not fit the other).
+#[derive(Clone, Copy, Debug)]
+pub struct Twisted {
+    pub x: u64,
+    pub twist: bool,
+}
+
+impl<S: PrimeField> Circuit<S> for Twisted {
+    fn synthesize<CS: ConstraintSystem<S>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let x_val = S::from(self.x);
+        let k = if self.twist { S::from(2u64) } else { S::ONE };
+        let x = cs.alloc(|| "x", || Ok(x_val))?;
+        let y = cs.alloc_input(|| "y", || Ok(x_val * x_val * k))?;
+        cs.enforce(|| "x * kx = y", |lc| lc + x, |lc| lc + (k, x), |lc| lc + y);
+        Ok(())
+    }
+}
