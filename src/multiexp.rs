@@ -284,6 +284,23 @@ pub struct Density {
 }
 
 impl Density {
+    /// `len` variables, none used yet.
+    pub(crate) fn with_len(len: usize) -> Density {
+        Density {
+            bits: vec![false; len],
+            total: 0,
+        }
+    }
+
+    /// This density over `len` variables: the ones past its own length added, not used.
+    pub(crate) fn padded(&self, len: usize) -> Density {
+        let mut d = self.clone();
+        if len > d.bits.len() {
+            d.bits.resize(len, false);
+        }
+        d
+    }
+
     /// Adds a variable, not yet used.
     pub fn add_element(&mut self) {
         self.bits.push(false);

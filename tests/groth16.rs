@@ -142,6 +142,23 @@ fn wrong_number_of_public_inputs_is_an_error() {
 }
 
 #[test]
+fn a_key_without_input_commitments_is_an_error_not_a_panic() {
+    let rng = &mut rng(14);
+    let c = Squares { n: 4 };
+    let params = generate_random_parameters(c, rng).unwrap();
+    let proof = create_random_proof(c, &params, rng).unwrap();
+    let mut vk = params.vk.clone();
+    vk.ic.clear();
+    let pvk = prepare_verifying_key(&vk);
+    let none = VerificationError::NoInputCommitment;
+    assert_eq!(verify_proof(&pvk, &proof, &[]), Err(none.clone()));
+    assert_eq!(
+        verify_proofs_batch(&pvk, rng, &[&proof], &[vec![]]),
+        Err(none)
+    );
+}
+
+#[test]
 fn parameters_of_another_circuit_are_an_error_not_a_panic() {
     let rng = &mut rng(6);
     let params = generate_random_parameters(Squares { n: 10 }, rng).unwrap();

@@ -1,5 +1,6 @@
 //! Hostile length fields: a parameter file whose length field claims 2^32, 2^30 or 2^20 points
-//! fails at the end of the bytes present, and reading it never holds much memory. The memory is
+//! fails at the end of the bytes present, and reading it never holds much memory; nor does a
+//! circuit shape file whose counts claim 2^31 variables, read and then refused by a proof. The memory is
 //! measured, not assumed: this test binary's global allocator counts the bytes live and their
 //! peak (its own binary, so the counting touches no other test), and the one test here checks
 //! first that the count sees an allocation of the size a length field would drive.
@@ -7,7 +8,12 @@
 mod circuits;
 
 use circuits::Squares;
-use preemptible_groth16::groth16::{generate_random_parameters, Parameters, ReadError};
+use ff::Field;
+use preemptible_groth16::groth16::{
+    create_proof, generate_random_parameters, CircuitShape, Parameters, PreparedParameters,
+    ReadError,
+};
+use preemptible_groth16::{Scalar, SynthesisError};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -161,5 +167,34 @@ fn hostile_length_fields_fail_without_huge_allocation() {
     eprintln!(
         "hostile lengths: at most {worst} bytes held at once reading a {}-byte file (bound {PEAK_BOUND})",
         bytes.len()
+    );
+
+    // A circuit shape file whose counts claim 2^31 inputs and 2^31 - 1 auxiliary variables and
+    // whose matrices are empty: read as a shape (counts are checked against parameters when a
+    // proof uses it), holding no memory sized by those counts; against the parameters of another
+    // size it is an error before any witness is made.
+    let mut shape = b"PG16SHP1".to_vec();
+    shape.extend_from_slice(&(1u64 << 31).to_be_bytes());
+    shape.extend_from_slice(&((1u64 << 31) - 1).to_be_bytes());
+    shape.extend_from_slice(&0u32.to_be_bytes());
+    for _ in 0..3 {
+        shape.extend_from_slice(&[0u8; 16]);
+    }
+    let peak = Peak::start();
+    let read = CircuitShape::read(&shape[..]).unwrap();
+    assert_eq!(
+        (read.num_inputs(), read.num_aux()),
+        (1 << 31, (1 << 31) - 1)
+    );
+    let prepared = PreparedParameters::new(&params, read);
+    let err = create_proof(Squares { n: 5 }, &prepared, Scalar::ONE, Scalar::ONE).unwrap_err();
+    assert!(
+        matches!(err, SynthesisError::IncompatibleLengthVector(ref m) if m.contains("shape")),
+        "{err}"
+    );
+    let held = peak.bytes();
+    assert!(
+        held < PEAK_BOUND,
+        "a hostile shape file: {held} bytes held at the peak"
     );
 }

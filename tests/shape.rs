@@ -174,6 +174,36 @@ fn constraints_that_differ_from_the_shape_give_an_error_not_a_bad_proof() {
     );
 }
 
+/// `x * x = y`, enforced `times` times: the same variables whatever `times` is.
+#[derive(Clone, Copy)]
+struct Repeated {
+    times: usize,
+}
+
+impl Circuit<Scalar> for Repeated {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let x = cs.alloc(|| "x", || Ok(Scalar::from(3u64)))?;
+        let y = cs.alloc_input(|| "y", || Ok(Scalar::from(9u64)))?;
+        for _ in 0..self.times {
+            cs.enforce(|| "x * x = y", |lc| lc + x, |lc| lc + x, |lc| lc + y);
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_shape_with_the_parameters_counts_but_another_domain_is_an_error() {
+    let once = Repeated { times: 1 };
+    let params = generate_random_parameters(once, &mut ChaCha20Rng::seed_from_u64(6)).unwrap();
+    let many = CircuitShape::record(Repeated { times: 40 }).unwrap();
+    let prepared = PreparedParameters::new(&params, many);
+    let err = create_proof(once, &prepared, Scalar::ONE, Scalar::ONE).unwrap_err();
+    assert!(
+        matches!(err, SynthesisError::IncompatibleLengthVector(ref m) if m.contains("domain")),
+        "{err}"
+    );
+}
+
 /// Knows `x` with `x * x = y`, but claims any `y`.
 #[derive(Clone, Copy)]
 struct Claim {

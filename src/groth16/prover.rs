@@ -643,12 +643,21 @@ where
     };
     let ahead = witnesses_ahead(options, &size, count);
     let given = params.shape();
-    // Before a witness is sized by the shape's counts, which a shape file sets.
-    if let Some(shape) = given.filter(|g| (g.num_inputs, g.num_aux) != (size.inputs, size.aux)) {
+    // Before a witness and its evaluations are sized by the shape's counts (which a shape file
+    // sets) and the parameters' domain.
+    let domain_of = |g: &CircuitShape| (g.num_constraints() + g.num_inputs).next_power_of_two();
+    if let Some(shape) = given
+        .filter(|g| (g.num_inputs, g.num_aux, domain_of(g)) != (size.inputs, size.aux, size.domain))
+    {
         return Err(SynthesisError::IncompatibleLengthVector(format!(
-            "the circuit's shape has {} inputs and {} auxiliary variables, the parameters {} and \
-             {}: a shape of another circuit?",
-            shape.num_inputs, shape.num_aux, size.inputs, size.aux
+            "the circuit's shape has {} inputs, {} auxiliary variables and a domain of {}, the \
+             parameters {}, {} and {}: a shape of another circuit?",
+            shape.num_inputs,
+            shape.num_aux,
+            domain_of(shape),
+            size.inputs,
+            size.aux,
+            size.domain
         )));
     }
     // Witnesses are synthesized on a thread of their own while this one proves the ones before:

@@ -261,18 +261,22 @@ impl CircuitShape {
 
     /// The densities full synthesis tracks: auxiliary variables in `A`, inputs and auxiliary
     /// variables in `B` (inputs need none in `A`: the input constraints make that query dense).
+    /// Each covers the variables up to the highest its matrix names, and is padded to the
+    /// shape's counts for a proof ([`Density::padded`]): a shape file's counts, which nothing has
+    /// checked yet, never size memory here.
     fn compute_densities(&mut self) {
-        let tracker = |n: usize| {
-            let mut d = Density::default();
-            for _ in 0..n {
-                d.add_element();
-            }
-            d
+        let named = |m: &Matrix, inputs: bool| {
+            m.terms
+                .iter()
+                .filter(|&&(var, _)| (var & INPUT != 0) == inputs)
+                .map(|&(var, _)| (var & !INPUT) as usize + 1)
+                .max()
+                .unwrap_or(0)
         };
         let (mut a_aux, mut b_in, mut b_aux) = (
-            tracker(self.num_aux),
-            tracker(self.num_inputs),
-            tracker(self.num_aux),
+            Density::with_len(named(&self.a, false)),
+            Density::with_len(named(&self.b, true)),
+            Density::with_len(named(&self.b, false)),
         );
         for &(var, _) in &self.a.terms {
             if var & INPUT == 0 {

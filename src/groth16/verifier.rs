@@ -57,6 +57,10 @@ pub enum VerificationError {
         /// Input lists given.
         inputs: usize,
     },
+    /// The verifying key has no input commitment, not even the constant input's (a key read from
+    /// bytes always has one; one built by hand may not).
+    #[error("the verifying key has no input commitment (IC) for the constant input")]
+    NoInputCommitment,
 }
 
 /// So that `?` works on verification inside functions that return bellpepper's
@@ -66,7 +70,7 @@ pub enum VerificationError {
 impl From<VerificationError> for bellpepper_core::SynthesisError {
     fn from(e: VerificationError) -> Self {
         match e {
-            VerificationError::WrongInputCount { .. } => {
+            VerificationError::WrongInputCount { .. } | VerificationError::NoInputCommitment => {
                 bellpepper_core::SynthesisError::MalformedVerifyingKey
             }
             VerificationError::BatchLengthMismatch { .. } => {
@@ -95,6 +99,9 @@ fn input_commitment(pvk: &PreparedVerifyingKey, weights: &[Scalar]) -> G1Project
 }
 
 fn check_inputs(pvk: &PreparedVerifyingKey, inputs: &[Scalar]) -> Result<(), VerificationError> {
+    if pvk.ic.is_empty() {
+        return Err(VerificationError::NoInputCommitment);
+    }
     let expected = pvk.ic.len().saturating_sub(1);
     if inputs.len() != expected {
         return Err(VerificationError::WrongInputCount {

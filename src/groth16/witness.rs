@@ -99,9 +99,9 @@ impl CircuitShape {
             return Err(SynthesisError::Unsatisfiable);
         }
         Ok(ProvingAssignment {
-            a_aux_density: self.a_aux_density.clone(),
-            b_input_density: self.b_input_density.clone(),
-            b_aux_density: self.b_aux_density.clone(),
+            a_aux_density: self.a_aux_density.padded(self.num_aux),
+            b_input_density: self.b_input_density.padded(self.num_inputs),
+            b_aux_density: self.b_aux_density.padded(self.num_aux),
             a,
             b,
             c,
