@@ -159,6 +159,14 @@ fn memory_limit_lifted_at_the_end() -> impl Drop {
     Unlimit
 }
 
+/// Whether a preempted low prover took multiexp chunks on the CPU: finished there, or given up to
+/// its device when it came back. Its CPU threads run at the idle scheduling policy, so on a busy
+/// machine (a build beside the tests) every chunk it started can still be in progress when the
+/// device returns; a prover that never went on on the CPU has neither.
+fn went_on_on_the_cpu(low: &ProofReport) -> bool {
+    low.cpu_chunks + low.cpu_chunks_given_up > 0
+}
+
 fn low_then_high(long: &Setup, short: &Setup) -> (ProofReport, ProofReport) {
     std::thread::scope(|s| {
         let low = s.spawn(|| prove(long, &options(Priority::Low, Some("fake-0"))));
@@ -184,8 +192,8 @@ fn a_high_prover_takes_the_device_within_a_chunk_and_the_low_one_returns() {
     assert!(low.preemptions >= 1, "{low:?}");
     assert_eq!(low.live_device_bytes_at_release, 0, "{low:?}");
     assert!(low.yield_latency.unwrap() < Duration::from_millis(500));
-    // 2. The low prover went on without recomputing (checked in `prove`), partly on the CPU.
-    assert!(low.cpu_chunks > 0, "{low:?}");
+    // 2. The low prover went on without recomputing (checked in `prove`), on the CPU too.
+    assert!(went_on_on_the_cpu(&low), "{low:?}");
     // 3. When the device was free again it came back to it.
     assert!(low.returns_to_gpu >= 1, "{low:?}");
 }
@@ -314,7 +322,7 @@ fn a_quotient_interrupted_on_the_device_is_put_off_and_done_there_later() {
     // The low prover lost the device inside its quotient and did not hand the quotient to
     // the CPU: it did its other multiexps first (partly on the CPU) ...
     assert!(low.preemptions >= 1 && low.quotient_deferred, "{low:?}");
-    assert!(low.cpu_chunks > 0, "{low:?}");
+    assert!(went_on_on_the_cpu(&low), "{low:?}");
     // ... and by then the device was free again and computed it, in steps kept on the host
     // (all four of them there).
     assert!(low.returns_to_gpu >= 1 && low.fft_on_gpu, "{low:?}");
