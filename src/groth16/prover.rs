@@ -634,14 +634,12 @@ where
         )));
     }
     let start = Instant::now();
-    crate::gpu::GpuBackend::ready_in_background(options);
     let count = circuits.len();
     let size = AssignmentSize {
         domain: params.h().len() + 1,
         inputs: params.vk().ic.len(),
         aux: params.l().len(),
     };
-    let ahead = witnesses_ahead(options, &size, count);
     let given = params.shape();
     // Before a witness and its evaluations are sized by the shape's counts (which a shape file
     // sets) and the parameters' domain.
@@ -660,6 +658,9 @@ where
             size.domain
         )));
     }
+    // The devices are readied only for a batch that got this far.
+    crate::gpu::GpuBackend::ready_in_background(options);
+    let ahead = witnesses_ahead(options, &size, count);
     // Witnesses are synthesized on a thread of their own while this one proves the ones before:
     // a batch takes about the larger of its synthesis and its device work instead of their sum.
     // At most `ahead` witnesses are made or being made beside the one being proven: circuit `i`
