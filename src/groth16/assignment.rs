@@ -90,8 +90,8 @@ fn add_terms<'a>(
         if let Some(d) = density.as_deref_mut() {
             d.inc(i);
         }
-        // A variable index from another constraint system reads as zero; the proof then fails to
-        // verify rather than the prover panicking.
+        // A variable index from another constraint system reads as zero: the proof then fails
+        // the prover's check (an error) rather than the prover panicking here.
         let value = values.get(i).copied().unwrap_or(Scalar::ZERO);
         let term = if *coeff == Scalar::ONE {
             value
