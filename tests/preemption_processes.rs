@@ -383,7 +383,12 @@ fn three_processes_at_three_levels_each_higher_one_takes_over() {
     assert!(field(&normal, "handover_ms").is_some(), "{normal}");
     assert!(field(&normal, "preemptions").unwrap() >= 1.0, "{normal}");
     assert!(field(&low, "preemptions").unwrap() >= 1.0, "{low}");
-    assert!(field(&low, "cpu_chunks").unwrap() > 0.0, "{low}");
+    // On the CPU too: chunks finished there, or given up to the device when it came back (the
+    // low prover's CPU threads run at the idle scheduling policy, so beside the normal prover's
+    // CPU work on a small machine its chunks may all be in progress when the device returns).
+    let cpu_taken =
+        field(&low, "cpu_chunks").unwrap() + field(&low, "cpu_chunks_given_up").unwrap();
+    assert!(cpu_taken > 0.0, "{low}");
 }
 
 /// Behaviour 5 across processes: a prover is not held back by its own level's flag raised by
