@@ -79,10 +79,11 @@ impl MappedFile {
             o
         };
         // SAFETY: the mapping is read-only and no longer than the file, whose length the caller
-        // checked just before. Its bytes are only ever read as plain bytes and decoded with
-        // every check a reader of untrusted bytes needs, so bytes that change under the mapping
-        // give errors or wrong points, never undefined behaviour; a file truncated under it is
-        // the one case left, documented on this type.
+        // checked just before. On Unix its bytes are never read through it (`read_at` uses
+        // `pread`, so a file cut shorter is a read error); elsewhere they are read as plain
+        // bytes and decoded with every check a reader of untrusted bytes needs, so bytes that
+        // change under the mapping give errors or wrong points, and a file truncated under it
+        // can fault the process there.
         #[allow(unsafe_code)]
         let map = unsafe { options.map(file)? };
         Ok(MappedFile {

@@ -27,9 +27,10 @@ use std::path::{Path, PathBuf};
 ///
 /// The file must not change while it is mapped: truncating it makes the proofs that read the
 /// lost part fail with an error naming the points that could not be read (the points are read
-/// from the file with `pread`, not through the mapping, so there is no `SIGBUS`), and rewriting
-/// it in place gives other points (decoding rejects those off the curve; others make proofs that
-/// fail verification).
+/// from the file with `pread`, not through the mapping, so there is no `SIGBUS`; on systems other
+/// than Unix they are read through the mapping, where a cut file can fault the process), and
+/// rewriting it in place gives other points (decoding rejects those off the curve; others make
+/// proofs that the prover's check refuses).
 /// Replace a file by renaming a new one over it; an open `MappedParameters` keeps reading the
 /// old one.
 ///
