@@ -19,8 +19,9 @@
 //! without an OpenCL GPU) runs the demo on a fake device of known speed. `--rounds N` runs N
 //! high-priority proofs and prints the hand-over latency's p50 and p99; `--alone` first has each
 //! service prove alone (three proofs, the median of the last two counted; `--alone-proofs N`
-//! counts N; 0: none; the high service counts at least `--rounds`), and prints what the low-priority proofs lost, in all and after synthesis, against
-//! how long the high ones held the GPU. `--after-go` makes a prover ready itself (parameters read, GPUs readied) and then start
+//! counts N; 0: none; the high service counts at least `--rounds`), and prints what the
+//! low-priority proofs lost, in all and after synthesis, against how long the high ones held the
+//! GPU. `--after-go` makes a prover ready itself (parameters read, GPUs readied) and then start
 //! each proof when a line arrives on stdin, as a service does with requests (with `--json` it
 //! first prints `{"ready":true}`). `--mapped` proves from the cached file mapped into memory
 //! (`MappedParameters`) instead of read into it (in the demo: the low service does); `--shape` records the circuit's shape once (no

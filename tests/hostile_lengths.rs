@@ -1,9 +1,9 @@
 //! Hostile length fields: a parameter file whose length field claims 2^32, 2^30 or 2^20 points
 //! fails at the end of the bytes present, and reading it never holds much memory; nor does a
-//! circuit shape file whose counts claim 2^31 variables, read and then refused by a proof. The memory is
-//! measured, not assumed: this test binary's global allocator counts the bytes live and their
-//! peak (its own binary, so the counting touches no other test), and the one test here checks
-//! first that the count sees an allocation of the size a length field would drive.
+//! circuit shape file whose counts claim 2^31 variables, read and then refused by a proof. The
+//! memory is measured, not assumed: this test binary's global allocator counts the bytes live and
+//! their peak (its own binary, so the counting touches no other test), and the one test here
+//! checks first that the count sees an allocation of the size a length field would drive.
 
 mod circuits;
 
